@@ -1,0 +1,102 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+)
+
+// DefaultTimeout bounds each CRI call. The kubelet's default
+// (--runtime-request-timeout) is 2 minutes, sized for slow image pulls; the
+// labs pull nothing and want a stuck runtime to show up quickly.
+const DefaultTimeout = 30 * time.Second
+
+// Client talks CRI v1 to one runtime endpoint through the kubelet's own
+// remote client. Runtime and Images are the kubelet's interfaces
+// (k8s.io/cri-api/pkg/apis) if a lab needs a call this package does not wrap.
+type Client struct {
+	Endpoint string
+	Runtime  internalapi.RuntimeService
+	Images   internalapi.ImageManagerService
+	logger   logr.Logger
+}
+
+type options struct {
+	timeout time.Duration
+	logger  *logr.Logger
+}
+
+// Option changes how Dial connects.
+type Option func(*options)
+
+// WithTimeout sets the per-call timeout (RunPodSandbox gets twice this, as
+// in the kubelet's client).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithLogger gives the kubelet client a logger. By default its logs are
+// dropped: it logs every failed call at error level, and the errors this
+// package returns already say what went wrong.
+func WithLogger(l logr.Logger) Option { return func(o *options) { o.logger = &l } }
+
+// Dial connects to endpoint ("unix:///path" or a bare socket path) and
+// checks that it serves CRI v1, the way the kubelet does at start-up:
+// remote.NewRemoteRuntimeService and NewRemoteImageService call Version and
+// ImageFsInfo once and fail if the runtime does not answer them.
+// The error explains the cause; see DialError.
+func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error) {
+	o := options{timeout: DefaultTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Client{Endpoint: NormalizeEndpoint(endpoint), logger: logr.Discard()}
+	if o.logger != nil {
+		c.logger = *o.logger
+	}
+
+	// Look before dialing: a missing socket is the common case (containerd
+	// not started) and os.Stat says so precisely and instantly.
+	if sock := SocketPath(c.Endpoint); sock != "" {
+		fi, err := os.Stat(sock)
+		if err != nil {
+			return nil, explain(c.Endpoint, err)
+		}
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, &DialError{Endpoint: c.Endpoint, Kind: ErrNotReachable,
+				Hint: fmt.Sprintf("%s exists but is not a unix socket", sock)}
+		}
+	}
+
+	ctx = c.ctx(ctx)
+	// nil TracerProvider: no OpenTelemetry; false: unary List calls, the
+	// kubelet's default while the CRIListStreaming feature gate is off.
+	rs, err := remote.NewRemoteRuntimeService(ctx, c.Endpoint, o.timeout, nil, false)
+	if err != nil {
+		return nil, explain(c.Endpoint, err)
+	}
+	is, err := remote.NewRemoteImageService(ctx, c.Endpoint, o.timeout, nil, false)
+	if err != nil {
+		_ = rs.Close(ctx)
+		return nil, explain(c.Endpoint, err)
+	}
+	c.Runtime, c.Images = rs, is
+	return c, nil
+}
+
+// Close closes both gRPC connections.
+func (c *Client) Close() error {
+	ctx := c.ctx(context.Background())
+	return errors.Join(c.Runtime.Close(ctx), c.Images.Close(ctx))
+}
+
+// ctx carries our logger into the kubelet client, which takes its logger
+// from the context (klog.FromContext) on every call.
+func (c *Client) ctx(ctx context.Context) context.Context {
+	return klog.NewContext(ctx, c.logger)
+}

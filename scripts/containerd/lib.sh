@@ -1,0 +1,340 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are used by the scripts that source this
+# Shared by scripts/containerd-up.sh and scripts/containerd-down.sh: where our
+# containerd lives, how to stop everything it started, and how to prove that
+# nothing of it is left. Sourced, never run.
+#
+# Everything of ours sits under ${LABS_STATE_DIR:-<repo>/.labs}/containerd.
+# containerd 1.6 still writes a few fixed host paths; we keep what we can out
+# of them through its config (root, state, runc root, netns, temp, opt) and
+# track the rest:
+#   /run/containerd/s/<hash>  shim sockets (hard-coded in the shim library)
+#   /var/lib/cni/results/     libcni's result cache (not configurable in 1.6)
+#   /sys/fs/cgroup/*/k8s.io/  cgroups of pods that set no cgroup parent
+# plus the bridge (labs0) and the ip_forward sysctl the CNI bridge turns on.
+
+LABS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+LABS_STATE="$(realpath -m "${LABS_STATE_DIR:-${LABS_REPO}/.labs}")"
+D="${LABS_STATE}/containerd"
+SOCK="${D}/containerd.sock"
+CONF="${D}/config.toml"
+ROOT_DIR="${D}/root"
+STATE_DIR="${D}/state"
+RUNC_ROOT="${STATE_DIR}/runc"
+TMP_DIR="${D}/tmp"
+CNI_CONF_DIR="${D}/cni/net.d"
+CNI_IPAM_DIR="${D}/cni/ipam"
+POD_LOG_DIR="${D}/pod-logs"
+IMAGES_DIR="${D}/images"
+PIDFILE="${D}/containerd.pid"
+LOGFILE="${D}/containerd.log"
+ENVFILE="${D}/env"
+# fixed host paths that did not exist before our first start (one a line)
+MARKS="${D}/created-host-paths"
+BRIDGE="${LABS_CNI_BRIDGE:-labs0}"
+SUBNET="${LABS_CNI_SUBNET:-10.231.0.0/24}"
+CNI_NET="kubelet-labs-${BRIDGE}"
+CNI_RESULTS="/var/lib/cni/results"
+SHIM_SOCKETS="${D}/shim-sockets"
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0): containerd needs mounts, namespaces and cgroups"
+}
+
+check_paths() {
+	case "${D}" in
+	*[[:space:]]*) die "state folder '${D}' contains whitespace; set LABS_STATE_DIR to a simple path" ;;
+	esac
+	# sun_path is 108 bytes; leave room for ".ttrpc"
+	if [ "${#SOCK}" -gt 100 ]; then
+		die "socket path ${SOCK} is ${#SOCK} bytes, too long for a unix socket (max ~100); set LABS_STATE_DIR to a shorter folder"
+	fi
+}
+
+# pids of processes that have ARG1 ARG2 ... as consecutive arguments,
+# e.g. `--config /x/config.toml` (containerd) or `-address /x/containerd.sock`
+# (its shims). Exact argv match, so an editor or a grep naming the same file
+# is not mistaken for ours.
+pids_with_args() { # ARG...
+	local pid
+	for pid in /proc/[0-9]*; do
+		pid="${pid#/proc/}"
+		[ "${pid}" = "$$" ] && continue
+		grep -qaF -- "$2" "/proc/${pid}/cmdline" 2>/dev/null || continue
+		args_adjacent "${pid}" "$@" && echo "${pid}"
+	done
+	true
+}
+
+# true if /proc/PID/cmdline has ARG1 ARG2 ... as consecutive arguments
+args_adjacent() { # PID ARG...
+	local pid="$1"
+	shift
+	local -a argv
+	mapfile -d '' -t argv <"/proc/${pid}/cmdline" 2>/dev/null || return 1
+	local i j n=$#
+	local -a want=("$@")
+	for ((i = 0; i + n <= ${#argv[@]}; i++)); do
+		for ((j = 0; j < n; j++)); do
+			[ "${argv[i + j]}" = "${want[j]}" ] || continue 2
+		done
+		return 0
+	done
+	return 1
+}
+
+containerd_pids() { pids_with_args --config "${CONF}"; }
+shim_pids() { pids_with_args -address "${SOCK}"; }
+
+# all descendants of the given pids (children first found via /proc/*/stat)
+descendants() { # PID...
+	local -A parent_of=()
+	local stat pid ppid rest
+	for stat in /proc/[0-9]*/stat; do
+		read -r rest <"${stat}" 2>/dev/null || continue
+		pid="${rest%% *}"
+		rest="${rest##*) }" # skip "comm", which may contain spaces
+		ppid="$(cut -d' ' -f2 <<<"${rest}")"
+		parent_of["${pid}"]="${ppid}"
+	done
+	local -a queue=("$@")
+	local p c
+	while [ "${#queue[@]}" -gt 0 ]; do
+		p="${queue[0]}"
+		queue=("${queue[@]:1}")
+		for c in "${!parent_of[@]}"; do
+			if [ "${parent_of[${c}]}" = "${p}" ]; then
+				echo "${c}"
+				queue+=("${c}")
+			fi
+		done
+	done
+}
+
+# ids of containers and sandboxes this containerd knows about, from its
+# on-disk state (works with containerd dead)
+container_ids() {
+	local d
+	for d in "${STATE_DIR}"/io.containerd.runtime.v2.task/*/* "${RUNC_ROOT}"/*/* \
+		"${ROOT_DIR}"/io.containerd.grpc.v1.cri/sandboxes/* "${ROOT_DIR}"/io.containerd.grpc.v1.cri/containers/*; do
+		[ -d "${d}" ] && basename "${d}"
+	done | sort -u | grep -E '^[0-9a-f]{64}$' || true
+}
+
+# processes whose cgroup path ends in one of our container ids: container
+# processes, even those re-parented to PID 1 after their shim died
+pids_in_our_cgroups() { # ID...
+	[ $# -gt 0 ] || return 0
+	local pattern pid
+	pattern="/($(
+		IFS='|'
+		echo "$*"
+	))\$"
+	for pid in /proc/[0-9]*; do
+		if grep -qE -- "${pattern}" "${pid}/cgroup" 2>/dev/null; then
+			echo "${pid#/proc/}"
+		fi
+	done
+}
+
+# mount points under our folder, deepest first
+our_mounts() {
+	awk -v d="${D}/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+}
+
+kill_wait() { # SECONDS PID...
+	local secs="$1" i
+	shift
+	[ $# -gt 0 ] || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	for ((i = 0; i < secs * 10; i++)); do
+		local alive=0 p
+		for p in "$@"; do [ -d "/proc/${p}" ] && alive=1; done
+		[ "${alive}" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	kill -KILL "$@" 2>/dev/null || true
+}
+
+# record shim socket paths (/run/containerd/s/<hash>) while the state that
+# names them still exists: a SIGKILLed shim leaves its socket behind
+remember_shim_sockets() {
+	local f
+	for f in "${STATE_DIR}"/io.containerd.runtime.v2.task/*/*/address; do
+		[ -f "${f}" ] || continue
+		sed -n 's#^unix://##p' "${f}"
+	done >>"${SHIM_SOCKETS}" 2>/dev/null || true
+	if [ -f "${SHIM_SOCKETS}" ]; then
+		sort -u -o "${SHIM_SOCKETS}" "${SHIM_SOCKETS}"
+	fi
+}
+
+# Stop everything a (possibly dead or half-started) run of ours left: the
+# containerd, its containers, shims, mounts, network, fixed-path files.
+# Safe to call when nothing runs.
+cleanup_all() {
+	local -a ids pids
+	mkdir -p "${D}"
+	remember_shim_sockets
+	mapfile -t ids < <(container_ids)
+
+	# 1. containerd itself first, so it does not restart or re-create anything
+	mapfile -t pids < <(containerd_pids)
+	if [ "${#pids[@]}" -gt 0 ]; then
+		log "stopping containerd (pid ${pids[*]})"
+		kill_wait 10 "${pids[@]}"
+	fi
+
+	# 2. the containers: runc kills them and removes their cgroups
+	local rr id
+	for rr in "${RUNC_ROOT}"/*; do
+		[ -d "${rr}" ] || continue
+		while read -r id; do
+			[ -n "${id}" ] || continue
+			runc --root "${rr}" delete --force "${id}" >/dev/null 2>&1 || true
+		done < <(runc --root "${rr}" list -q 2>/dev/null || true)
+	done
+
+	# 3. shims (re-parented to PID 1 once containerd is gone) and anything
+	#    still under them or in our containers' cgroups
+	local -a shims rest
+	mapfile -t shims < <(shim_pids)
+	mapfile -t rest < <(
+		if [ "${#shims[@]}" -gt 0 ]; then descendants "${shims[@]}"; fi
+		pids_in_our_cgroups "${ids[@]}"
+	)
+	if [ "${#rest[@]}" -gt 0 ]; then
+		log "killing ${#rest[@]} container process(es)"
+		kill -KILL "${rest[@]}" 2>/dev/null || true
+	fi
+	if [ "${#shims[@]}" -gt 0 ]; then
+		log "killing ${#shims[@]} shim(s)"
+		kill_wait 3 "${shims[@]}"
+	fi
+	sleep 0.2
+
+	# 4. mounts: container rootfs (overlay), sandbox /dev/shm, netns bind mounts
+	local m try
+	for try in 1 2 3; do
+		local any=0
+		while read -r m; do
+			[ -n "${m}" ] || continue
+			any=1
+			umount "${m}" 2>/dev/null || { [ "${try}" -eq 3 ] && umount -l "${m}" 2>/dev/null; } || true
+		done < <(our_mounts)
+		[ "${any}" -eq 0 ] && break
+		sleep 0.2
+	done
+
+	# 5. network: veths left on our bridge (their netns are gone by now), the bridge
+	if [ -d "/sys/class/net/${BRIDGE}" ]; then
+		local v
+		for v in "/sys/class/net/${BRIDGE}/brif/"*; do
+			if [ -e "${v}" ]; then ip link del "$(basename "${v}")" 2>/dev/null || true; fi
+		done
+		ip link del "${BRIDGE}" 2>/dev/null || true
+	fi
+
+	# 6. files in fixed host paths
+	if [ -f "${SHIM_SOCKETS}" ]; then
+		while read -r m; do [ -n "${m}" ] && rm -f "${m}"; done <"${SHIM_SOCKETS}"
+	fi
+	rm -f "${CNI_RESULTS}/${CNI_NET}-"* 2>/dev/null || true
+	for id in "${ids[@]}"; do
+		local c
+		for c in /sys/fs/cgroup/*/k8s.io/"${id}" /sys/fs/cgroup/k8s.io/"${id}"; do
+			[ -d "${c}" ] && rmdir "${c}" 2>/dev/null
+		done
+	done
+	undo_host_paths
+
+	# 7. our own folders, only once nothing is mounted under them
+	if [ -z "$(our_mounts)" ]; then
+		rm -rf --one-file-system "${ROOT_DIR}" "${STATE_DIR}" "${TMP_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}"
+		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${ENVFILE}" "${SHIM_SOCKETS}"
+	fi
+}
+
+# Before a start: remember which fixed host paths do not exist yet, and the
+# ip_forward setting, so down can put the host back as it was.
+mark_host_paths() {
+	local p
+	touch "${MARKS}"
+	for p in /run/containerd/s /run/containerd /var/lib/cni/results /var/lib/cni /run/netns \
+		/sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io /opt/containerd /var/lib/containerd; do
+		case "${p}" in *'*'*) continue ;; esac
+		[ -e "${p}" ] || grep -qxF "${p}" "${MARKS}" || echo "${p}" >>"${MARKS}"
+	done
+	# cgroup v1 controllers: the k8s.io child appears in each one
+	local c
+	for c in /sys/fs/cgroup/*/; do
+		p="${c%/}/k8s.io"
+		[ -e "${p}" ] || grep -qxF "${p}" "${MARKS}" || echo "${p}" >>"${MARKS}"
+	done
+	if ! grep -q '^ip_forward=' "${MARKS}"; then
+		echo "ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)" >>"${MARKS}"
+	fi
+}
+
+# Remove the fixed host paths we created, if nothing but empty folders is
+# left in them (another containerd may have put something there meanwhile:
+# then they stay). Restore ip_forward if the CNI bridge turned it on.
+undo_host_paths() {
+	[ -f "${MARKS}" ] || return 0
+	local p
+	while read -r p; do
+		case "${p}" in
+		ip_forward=*)
+			if [ "${p#ip_forward=}" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
+				echo 0 >/proc/sys/net/ipv4/ip_forward
+			fi
+			;;
+		/sys/fs/cgroup/*) [ -d "${p}" ] && rmdir "${p}" 2>/dev/null ;;
+		/*) [ -d "${p}" ] && find "${p}" -depth -type d -empty -delete 2>/dev/null ;;
+		esac
+	done < <(sort -r "${MARKS}")
+	true
+}
+
+# Print one line per thing of ours still present; print nothing if clean.
+leftovers() {
+	local p
+	for p in $(containerd_pids) $(shim_pids); do
+		echo "process ${p}: $(tr '\0' ' ' <"/proc/${p}/cmdline" 2>/dev/null)"
+	done
+	local -a ids
+	mapfile -t ids < <(container_ids)
+	for p in $(pids_in_our_cgroups "${ids[@]}"); do
+		echo "container process ${p}: $(tr '\0' ' ' <"/proc/${p}/cmdline" 2>/dev/null)"
+	done
+	local m
+	while read -r m; do
+		[ -n "${m}" ] && echo "mount ${m}"
+	done < <(our_mounts)
+	[ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
+	if [ -f "${SHIM_SOCKETS}" ]; then
+		while read -r m; do
+			[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
+		done <"${SHIM_SOCKETS}"
+	fi
+	for m in "${CNI_RESULTS}/${CNI_NET}-"*; do
+		[ -e "${m}" ] && echo "CNI cache ${m}"
+	done
+	[ -e "${SOCK}" ] && echo "socket ${SOCK}"
+	if [ -f "${MARKS}" ]; then
+		while read -r m; do
+			case "${m}" in
+			/sys/fs/cgroup/*) [ -d "${m}" ] && echo "cgroup ${m}" ;;
+			esac
+		done <"${MARKS}"
+	fi
+	true
+}
