@@ -32,7 +32,7 @@ type ControlPlane struct {
 
 // Start brings a control plane up and returns when the apiserver is ready
 // and the controller-manager is healthy. On error nothing is left running.
-func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -45,10 +45,11 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{cfg: cfg, lock: lock, failed: make(chan error, 1)}
+	cp := &ControlPlane{cfg: cfg, lock: lock, failed: make(chan error, 1)}
+	started := false
 	defer func() {
-		if err != nil {
-			cp.Stop()
+		if !started {
+			cp.Stop() // whatever did start, and the run lock
 		}
 	}()
 
@@ -86,6 +87,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		fmt.Fprintf(cfg.Progress, "%s ready in %s\n", s.name, time.Since(t0).Round(10*time.Millisecond))
 		cp.writePids()
 	}
+	started = true
 	return cp, nil
 }
 

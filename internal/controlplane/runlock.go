@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // The run lock is held by the process that owns the control plane for as
@@ -69,9 +70,28 @@ func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 		}
 		fmt.Fprintf(progress, "killing leftover %s (pid %d)\n", name, pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+		// Its ports are free only once it has exited.
+		for deadline := time.Now().Add(10 * time.Second); processRunning(pid) && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	os.Remove(pidPath)
 	return lock, nil
+}
+
+// processRunning is processAlive minus zombies: a killed process whose
+// parent has not reaped it yet has already released its ports.
+func processRunning(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
 }
 
 // isOurBinary guards against killing an unrelated process that reused a pid.

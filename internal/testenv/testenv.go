@@ -100,12 +100,40 @@ func AdminClient(tb testing.TB) kubernetes.Interface {
 	return c
 }
 
-func start(tb testing.TB) (*controlplane.ControlPlane, string, error) {
-	root, err := state.Root()
+// Binaries makes sure the control plane binaries are built and returns the
+// module root and the bin folder, for tests that start their own control
+// plane or run the binaries directly.
+func Binaries(tb testing.TB) (moduleRoot, binDir string) {
+	tb.Helper()
+	root, binDir, err := binaries(tb)
 	if err != nil {
-		return nil, "", err
+		tb.Fatalf("testenv: %v", err)
 	}
-	binDir, err := state.Ensure("bin")
+	return root, binDir
+}
+
+func binaries(tb testing.TB) (root, binDir string, err error) {
+	if root, err = state.Root(); err != nil {
+		return "", "", err
+	}
+	if binDir, err = state.Ensure("bin"); err != nil {
+		return "", "", err
+	}
+	if missing := controlplane.MissingBinaries(binDir); len(missing) > 0 {
+		if dl, ok := deadline(tb); ok && time.Until(dl) < buildBudget {
+			return "", "", fmt.Errorf("the control plane binaries are not built (%s missing) and a cold build needs ~%s, more than this test's timeout leaves; build them first with `%s`, or run go test with -timeout 45m",
+				missing[0].Name, buildBudget, controlplane.BuildCommand())
+		}
+		tb.Logf("testenv: building control plane binaries into %s (once; other packages wait on the lock)", binDir)
+		if err := controlplane.EnsureBinaries(root, binDir, testWriter{tb}); err != nil {
+			return "", "", err
+		}
+	}
+	return root, binDir, nil
+}
+
+func start(tb testing.TB) (*controlplane.ControlPlane, string, error) {
+	root, binDir, err := binaries(tb)
 	if err != nil {
 		return nil, "", err
 	}
@@ -114,17 +142,6 @@ func start(tb testing.TB) (*controlplane.ControlPlane, string, error) {
 		return nil, "", err
 	}
 	sweepStale(testsDir)
-
-	if missing := controlplane.MissingBinaries(binDir); len(missing) > 0 {
-		if dl, ok := deadline(tb); ok && time.Until(dl) < buildBudget {
-			return nil, "", fmt.Errorf("the control plane binaries are not built (%s missing) and a cold build needs ~%s, more than this test's timeout leaves; build them first with `%s`, or run go test with -timeout 45m",
-				missing[0].Name, buildBudget, controlplane.BuildCommand())
-		}
-		tb.Logf("testenv: building control plane binaries into %s (once; other packages wait on the lock)", binDir)
-		if err := controlplane.EnsureBinaries(root, binDir, testWriter{tb}); err != nil {
-			return nil, "", err
-		}
-	}
 
 	// Free ports are picked, then bound by the children a moment later;
 	// another package can win that race, so retry a few times.
