@@ -21,7 +21,7 @@ import (
 // These tests start control planes of their own (not the shared one),
 // because they stop, break or kill them.
 
-func ownConfig(t *testing.T) controlplane.Config {
+func ownConfig(t testing.TB) controlplane.Config {
 	root, binDir := testenv.Binaries(t)
 	return controlplane.Config{Dir: t.TempDir(), BinDir: binDir, ModuleRoot: root, UnsafeNoFsync: true}
 }
