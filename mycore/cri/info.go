@@ -79,3 +79,13 @@ func (c *Client) HasImage(ctx context.Context, image string) (bool, error) {
 	}
 	return st.GetImage() != nil, nil
 }
+
+// PodStatus returns the runtime's view of one sandbox, including the pod IP
+// the runtime got from CNI (Network.Ip).
+func (c *Client) PodStatus(ctx context.Context, podID string) (*runtimeapi.PodSandboxStatus, error) {
+	resp, err := c.Runtime.PodSandboxStatus(c.ctx(ctx), podID, false)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetStatus(), nil
+}

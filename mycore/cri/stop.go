@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -56,13 +58,30 @@ func (c *Client) RemovePod(ctx context.Context, podID string, grace time.Duratio
 	if err := ignoreNotFound(c.Runtime.StopPodSandbox(ctx, podID)); err != nil {
 		errs = append(errs, fmt.Errorf("StopPodSandbox: %w", err))
 	}
+	var logs []string
 	for _, ct := range ctrs {
+		if st, err := c.ContainerStatus(ctx, ct.Id); err == nil && st.LogPath != "" {
+			logs = append(logs, st.LogPath)
+		}
 		errs = append(errs, c.RemoveContainer(ctx, ct.Id))
 	}
 	if err := ignoreNotFound(c.Runtime.RemovePodSandbox(ctx, podID)); err != nil {
 		errs = append(errs, fmt.Errorf("RemovePodSandbox: %w", err))
 	}
+	removeLogs(logs)
 	return errors.Join(errs...)
+}
+
+// removeLogs deletes container log files, then their folders if empty
+// (NAME/ and the pod's NAMESPACE_NAME_UID/). The runtime writes the files
+// but never deletes them: the kubelet does, in removeContainerLog
+// (kuberuntime_container.go) and its pod log GC (kuberuntime_gc.go).
+func removeLogs(paths []string) {
+	for _, p := range paths {
+		_ = os.Remove(p)
+		_ = os.Remove(filepath.Dir(p))
+		_ = os.Remove(filepath.Dir(filepath.Dir(p)))
+	}
 }
 
 // ContainerStatus returns the runtime's view of one container.

@@ -36,6 +36,8 @@ SUBNET="${LABS_CNI_SUBNET:-10.231.0.0/24}"
 CNI_NET="kubelet-labs-${BRIDGE}"
 CNI_RESULTS="/var/lib/cni/results"
 SHIM_SOCKETS="${D}/shim-sockets"
+CLEANED_IDS=()
+CLEANED_SHIM_SOCKETS=()
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() {
@@ -79,7 +81,7 @@ args_adjacent() { # PID ARG...
 	local pid="$1"
 	shift
 	local -a argv
-	mapfile -d '' -t argv <"/proc/${pid}/cmdline" 2>/dev/null || return 1
+	mapfile -d '' -t argv 2>/dev/null <"/proc/${pid}/cmdline" || return 1
 	local i j n=$#
 	local -a want=("$@")
 	for ((i = 0; i + n <= ${#argv[@]}; i++)); do
@@ -99,7 +101,7 @@ descendants() { # PID...
 	local -A parent_of=()
 	local stat pid ppid rest
 	for stat in /proc/[0-9]*/stat; do
-		read -r rest <"${stat}" 2>/dev/null || continue
+		read -r rest 2>/dev/null <"${stat}" || continue
 		pid="${rest%% *}"
 		rest="${rest##*) }" # skip "comm", which may contain spaces
 		ppid="$(cut -d' ' -f2 <<<"${rest}")"
@@ -165,16 +167,23 @@ kill_wait() { # SECONDS PID...
 }
 
 # record shim socket paths (/run/containerd/s/<hash>) while the state that
-# names them still exists: a SIGKILLed shim leaves its socket behind
-remember_shim_sockets() {
-	local f
-	for f in "${STATE_DIR}"/io.containerd.runtime.v2.task/*/*/address; do
-		[ -f "${f}" ] || continue
-		sed -n 's#^unix://##p' "${f}"
-	done >>"${SHIM_SOCKETS}" 2>/dev/null || true
-	if [ -f "${SHIM_SOCKETS}" ]; then
-		sort -u -o "${SHIM_SOCKETS}" "${SHIM_SOCKETS}"
-	fi
+# names them still exists: a SIGKILLed shim leaves its socket behind. The
+# shim writes its address to <state>/io.containerd.runtime.v2.task/NS/ID/address;
+# the name is also computable: sha256("<containerd socket>/NS/ID") (shim
+# library, SocketAddress, containerd 1.6), which covers a lost state folder.
+remember_shim_sockets() { # ID...
+	local f addr id
+	{
+		for f in "${STATE_DIR}"/io.containerd.runtime.v2.task/*/*/address; do
+			[ -f "${f}" ] || continue
+			addr="$(cat "${f}")"
+			echo "${addr#unix://}"
+		done
+		for id in "$@"; do
+			printf '/run/containerd/s/%s\n' "$(printf '%s' "${SOCK}/k8s.io/${id}" | sha256sum | cut -d' ' -f1)"
+		done
+	} >>"${SHIM_SOCKETS}" 2>/dev/null || true
+	sort -u -o "${SHIM_SOCKETS}" "${SHIM_SOCKETS}"
 }
 
 # Stop everything a (possibly dead or half-started) run of ours left: the
@@ -183,8 +192,12 @@ remember_shim_sockets() {
 cleanup_all() {
 	local -a ids pids
 	mkdir -p "${D}"
-	remember_shim_sockets
 	mapfile -t ids < <(container_ids)
+	remember_shim_sockets "${ids[@]}"
+	# kept for leftovers(), which runs after the state is gone
+	CLEANED_IDS=("${ids[@]}")
+	CLEANED_SHIM_SOCKETS=()
+	if [ -f "${SHIM_SOCKETS}" ]; then mapfile -t CLEANED_SHIM_SOCKETS <"${SHIM_SOCKETS}"; fi
 
 	# 1. containerd itself first, so it does not restart or re-create anything
 	mapfile -t pids < <(containerd_pids)
@@ -216,8 +229,9 @@ cleanup_all() {
 		kill -KILL "${rest[@]}" 2>/dev/null || true
 	fi
 	if [ "${#shims[@]}" -gt 0 ]; then
+		# with containerd gone a shim has nobody to report to: no grace needed
 		log "killing ${#shims[@]} shim(s)"
-		kill_wait 3 "${shims[@]}"
+		kill -KILL "${shims[@]}" 2>/dev/null || true
 	fi
 	sleep 0.2
 
@@ -249,6 +263,8 @@ cleanup_all() {
 	fi
 	rm -f "${CNI_RESULTS}/${CNI_NET}-"* 2>/dev/null || true
 	for id in "${ids[@]}"; do
+		# libcni caches every ADD per network: ours and containerd's loopback
+		rm -f "${CNI_RESULTS}/"*"-${id}-"* 2>/dev/null || true
 		local c
 		for c in /sys/fs/cgroup/*/k8s.io/"${id}" /sys/fs/cgroup/k8s.io/"${id}"; do
 			[ -d "${c}" ] && rmdir "${c}" 2>/dev/null
@@ -301,32 +317,45 @@ undo_host_paths() {
 		/*) [ -d "${p}" ] && find "${p}" -depth -type d -empty -delete 2>/dev/null ;;
 		esac
 	done < <(sort -r "${MARKS}")
-	true
+	# the next start records the then-current value again
+	sed -i '/^ip_forward=/d' "${MARKS}"
 }
 
 # Print one line per thing of ours still present; print nothing if clean.
 leftovers() {
 	local p
 	for p in $(containerd_pids) $(shim_pids); do
-		echo "process ${p}: $(tr '\0' ' ' <"/proc/${p}/cmdline" 2>/dev/null)"
+		echo "process ${p}: $(tr '\0' ' ' 2>/dev/null <"/proc/${p}/cmdline")"
 	done
 	local -a ids
-	mapfile -t ids < <(container_ids)
+	mapfile -t ids < <(
+		container_ids
+		printf '%s\n' "${CLEANED_IDS[@]}"
+	)
+	mapfile -t ids < <(printf '%s\n' "${ids[@]}" | grep -E '^[0-9a-f]{64}$' | sort -u)
 	for p in $(pids_in_our_cgroups "${ids[@]}"); do
-		echo "container process ${p}: $(tr '\0' ' ' <"/proc/${p}/cmdline" 2>/dev/null)"
+		echo "container process ${p}: $(tr '\0' ' ' 2>/dev/null <"/proc/${p}/cmdline")"
+	done
+	for p in "${ids[@]}"; do
+		for m in /sys/fs/cgroup/*/k8s.io/"${p}" /sys/fs/cgroup/k8s.io/"${p}"; do
+			[ -d "${m}" ] && echo "cgroup ${m}"
+		done
 	done
 	local m
 	while read -r m; do
 		[ -n "${m}" ] && echo "mount ${m}"
 	done < <(our_mounts)
 	[ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
-	if [ -f "${SHIM_SOCKETS}" ]; then
-		while read -r m; do
-			[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
-		done <"${SHIM_SOCKETS}"
-	fi
+	for m in "${CLEANED_SHIM_SOCKETS[@]}"; do
+		[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
+	done
 	for m in "${CNI_RESULTS}/${CNI_NET}-"*; do
 		[ -e "${m}" ] && echo "CNI cache ${m}"
+	done
+	for p in "${ids[@]}"; do
+		for m in "${CNI_RESULTS}/"*"-${p}-"*; do
+			[ -e "${m}" ] && echo "CNI cache ${m}"
+		done
 	done
 	[ -e "${SOCK}" ] && echo "socket ${SOCK}"
 	if [ -f "${MARKS}" ]; then
