@@ -1,0 +1,21 @@
+# The two commands of the README are `go run ./labs/00-cluster` and `make test`.
+
+# A cold first run builds kube-apiserver & co. inside the tests (~4-8 min on
+# 2 cores), so the timeout is far above go test's default 10 minutes.
+TEST_TIMEOUT ?= 45m
+
+.PHONY: test race build clean
+
+## test: every test against real components, then the race detector on our own concurrent code
+test:
+	go test -timeout $(TEST_TIMEOUT) ./...
+	go test -race -timeout $(TEST_TIMEOUT) ./mylib/... ./mycore/...
+
+## build: build the control plane binaries into the state folder (.labs/bin)
+build:
+	go run ./labs/00-cluster --build-only
+
+## clean: stop our containerd (if running) and remove all run-time state
+clean:
+	-[ "$$(id -u)" != 0 ] || [ ! -x scripts/containerd-down.sh ] || scripts/containerd-down.sh
+	rm -rf "$${LABS_STATE_DIR:-.labs}"
