@@ -62,7 +62,15 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 
 	// Look before dialing: a missing socket is the common case (containerd
 	// not started) and os.Stat says so precisely and instantly.
-	if sock := SocketPath(c.Endpoint); sock != "" {
+	sock := SocketPath(c.Endpoint)
+	if sock == "" {
+		// The kubelet on Linux accepts only unix sockets (cri-client's
+		// util.GetAddressAndDialer). CRI has no authentication of its own:
+		// a socket's file permissions are its access control.
+		return nil, &DialError{Endpoint: c.Endpoint, Kind: ErrNotReachable,
+			Hint: fmt.Sprintf("%q is not a unix:// endpoint: CRI is served on a unix socket, whose file mode is its only access control (CRI on TCP would let anyone who reaches the port run containers as root)", c.Endpoint)}
+	}
+	{
 		fi, err := os.Stat(sock)
 		if err != nil {
 			return nil, explain(c.Endpoint, err)
