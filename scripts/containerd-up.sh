@@ -229,7 +229,12 @@ for tarball in "${IMAGES_DIR}/pause.tar" "${IMAGES_DIR}/busybox.tar"; do
 done
 t_import="$(elapsed "${t0}")"
 
-# --- 6. env file ---------------------------------------------------------------
+# --- 6. env file (and crictl's config) ----------------------------------------
+cat >"${D}/crictl.yaml" <<EOF
+runtime-endpoint: unix://${SOCK}
+image-endpoint: unix://${SOCK}
+timeout: 10
+EOF
 cat >"${ENVFILE}.tmp" <<EOF
 CONTAINERD_SOCK=${SOCK}
 CONTAINERD_ENDPOINT=unix://${SOCK}
@@ -241,9 +246,10 @@ BUSYBOX_IMAGE=${BUSYBOX_IMAGE}
 POD_LOG_DIR=${POD_LOG_DIR}
 CNI_BRIDGE=${BRIDGE}
 CNI_SUBNET=${SUBNET}
+CRI_CONFIG_FILE=${D}/crictl.yaml
 EOF
 mv "${ENVFILE}.tmp" "${ENVFILE}"
 
 log "times: apt ${t_apt}s, images ${t_img}s, start ${t_start}s, import ${t_import}s"
-echo "# ${ENVFILE}"
+echo "# ${ENVFILE} (load it with: set -a; . ${ENVFILE}; set +a)"
 cat "${ENVFILE}"

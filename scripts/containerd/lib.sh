@@ -275,7 +275,7 @@ cleanup_all() {
 	# 7. our own folders, only once nothing is mounted under them
 	if [ -z "$(our_mounts)" ]; then
 		rm -rf --one-file-system "${ROOT_DIR}" "${STATE_DIR}" "${TMP_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}"
-		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${ENVFILE}" "${SHIM_SOCKETS}"
+		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${ENVFILE}" "${SHIM_SOCKETS}" "${D}/crictl.yaml"
 	fi
 }
 
