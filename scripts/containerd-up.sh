@@ -25,8 +25,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
 
 need_root
 check_paths
+if [ ! -d "${LABS_STATE}" ]; then
+	# the state folder is shared with labs that run as the user: under sudo,
+	# give it to the user (our containerd/ folder inside stays root's)
+	mkdir -p "${LABS_STATE}"
+	chmod 0700 "${LABS_STATE}"
+	chown "${SUDO_UID:-0}:${SUDO_GID:-0}" "${LABS_STATE}"
+fi
 mkdir -p "${D}"
-chmod 0700 "${LABS_STATE}" 2>/dev/null || true
+# the socket is root's (0660); keep its folder private too
+chmod 0700 "${D}"
 
 # --- 1. packages -------------------------------------------------------------
 t_apt=0

@@ -13,7 +13,7 @@ type Info struct {
 	RuntimeVersion string // "1.6.20~ds1"
 	APIVersion     string // the CRI version the runtime speaks: "v1"
 	// Conditions: the kubelet needs RuntimeReady and NetworkReady to be true
-	// before it reports the node Ready (kubelet_network.go, runtime state).
+	// before it reports the node Ready (updateRuntimeUp, pkg/kubelet/kubelet.go).
 	Conditions []*runtimeapi.RuntimeCondition
 }
 
