@@ -141,7 +141,8 @@ func RunPod(t testing.TB, c *cri.Client, p cri.Pod) (string, *runtimeapi.PodSand
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := c.RemovePod(ctx, id, time.Second); err != nil {
+		// grace 0: SIGKILL at once, cleanup need not wait for a PID 1 that ignores SIGTERM
+		if err := c.RemovePod(ctx, id, 0); err != nil {
 			t.Errorf("cleanup: remove pod %s: %v", p.Name, err)
 		}
 	})
