@@ -1,0 +1,206 @@
+package fakecri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// maxUnixPath is the usable length of a unix socket path on Linux
+// (sun_path is 108 bytes including the terminating NUL).
+const maxUnixPath = 107
+
+// maxMsgSize matches the kubelet's CRI client (cri-client/pkg/utils.go):
+// 16 MiB each way, so a ListContainers of 10k containers still fits.
+const maxMsgSize = 16 << 20
+
+// Server is a Runtime served over gRPC on a unix socket, with its
+// streaming server and its control API.
+type Server struct {
+	runtime       *Runtime
+	grpc          *grpc.Server
+	socket        string
+	control       *http.Server
+	controlSocket string
+	stopOnce      sync.Once
+	wg            sync.WaitGroup
+}
+
+// Start serves a new Runtime on socketPath. It fails with a clear error if
+// the path is too long, its folder cannot be created or written, or another
+// live server owns the socket; a stale socket file left by a crash is
+// replaced. The socket and the control socket are mode 0600.
+func Start(socketPath string, opts ...Option) (*Server, error) {
+	sock, err := prepareSocketPath(socketPath)
+	if err != nil {
+		return nil, err
+	}
+	r := New(opts...)
+	s := &Server{runtime: r, socket: sock}
+
+	ln, err := listenUnix(sock)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMsgSize), grpc.MaxSendMsgSize(maxMsgSize)}
+	if obs := r.opts.observer; obs != nil {
+		sopts = append(sopts, grpc.ChainUnaryInterceptor(unaryObserver(obs)), grpc.ChainStreamInterceptor(streamObserver(obs)))
+	}
+	s.grpc = grpc.NewServer(sopts...)
+	r.Register(s.grpc)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.grpc.Serve(ln) // returns when Stop closes the listener
+	}()
+
+	if cs := controlSocketPath(sock, r.opts.controlSocket); cs != "" {
+		cs, err = prepareSocketPath(cs)
+		if err == nil {
+			var cln net.Listener
+			if cln, err = listenUnix(cs); err == nil {
+				s.controlSocket = cs
+				s.control = &http.Server{Handler: newControlHandler(r), ReadHeaderTimeout: 10 * time.Second}
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					s.control.Serve(cln)
+				}()
+			}
+		}
+		if err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("control socket: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Runtime returns the served runtime, for in-process control.
+func (s *Server) Runtime() *Runtime { return s.runtime }
+
+// Endpoint is the CRI endpoint for crictl -r or the kubelet's
+// --container-runtime-endpoint: "unix:///abs/path.sock".
+func (s *Server) Endpoint() string { return "unix://" + s.socket }
+
+// SocketPath is the CRI socket's absolute path.
+func (s *Server) SocketPath() string { return s.socket }
+
+// ControlSocketPath is the control API socket ("" if disabled).
+func (s *Server) ControlSocketPath() string { return s.controlSocket }
+
+// Stop stops serving, kills all container processes, stops the streaming
+// server and removes both sockets. It is idempotent.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.control != nil {
+			s.control.Close()
+		}
+		// Stop, not GracefulStop: GetContainerEvents streams never end on
+		// their own, and the kubelet reconnects anyway.
+		s.grpc.Stop()
+		s.runtime.Close()
+		s.wg.Wait()
+		for _, p := range []string{s.socket, s.controlSocket} {
+			if p != "" {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					fmt.Fprintf(os.Stderr, "fakecri: removing %s: %v\n", p, err)
+				}
+			}
+		}
+	})
+}
+
+// controlSocketPath derives "x-control.sock" from "x.sock" unless set.
+func controlSocketPath(sock, opt string) string {
+	switch opt {
+	case "-":
+		return ""
+	case "":
+		return strings.TrimSuffix(sock, ".sock") + "-control.sock"
+	}
+	return opt
+}
+
+// prepareSocketPath makes the path absolute, checks its length, creates
+// its folder and clears a stale socket. It refuses to touch a live socket
+// or a file that is not a socket.
+func prepareSocketPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if len(abs) > maxUnixPath {
+		return "", fmt.Errorf("unix socket path %s is %d bytes, over the %d-byte limit: use a shorter path", abs, len(abs), maxUnixPath)
+	}
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create socket folder %s: %w", dir, err)
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return "", fmt.Errorf("socket folder %s is not writable: %w", dir, err)
+	}
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return abs, nil
+	case err != nil:
+		return "", err
+	case fi.Mode()&os.ModeSocket == 0:
+		return "", fmt.Errorf("%s exists and is not a socket; refusing to replace it", abs)
+	}
+	conn, err := net.DialTimeout("unix", abs, time.Second)
+	if err == nil {
+		conn.Close()
+		return "", fmt.Errorf("socket %s is in use by a live server (stop it first, or pick another path)", abs)
+	}
+	// Nobody listens: a leftover from a killed server.
+	if err := os.Remove(abs); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("removing stale socket %s: %w", abs, err)
+	}
+	return abs, nil
+}
+
+func listenUnix(p string) (net.Listener, error) {
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", p, err)
+	}
+	// Only the owner may talk to the runtime: the CRI and the control API
+	// are root-equivalent on a real node.
+	if err := os.Chmod(p, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", p, err)
+	}
+	return ln, nil
+}
+
+func unaryObserver(obs func(Call)) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := h(ctx, req)
+		obs(Call{Method: path.Base(info.FullMethod), Duration: time.Since(start), Err: err})
+		return resp, err
+	}
+}
+
+func streamObserver(obs func(Call)) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		start := time.Now()
+		err := h(srv, ss)
+		obs(Call{Method: path.Base(info.FullMethod), Duration: time.Since(start), Err: err})
+		return err
+	}
+}
