@@ -17,9 +17,12 @@ import (
 // It traps TERM because in its own PID namespace sh is PID 1, and PID 1
 // ignores signals it has no handler for: without the trap StopContainer
 // would wait the whole grace period and then SIGKILL it (lab 15).
+// sh runs a trap only once the foreground command (sleep 1) returns, so a
+// stop takes up to a second. Plain sh, no pipes or $(...): the mock CRI's
+// little shell runs it too.
 const script = `trap 'echo "got SIGTERM, bye"; exit 0' TERM
-echo "hello from $(hostname)"
-sleep 3600 & wait`
+echo "hello from lab11-demo"
+while true; do sleep 1; done`
 
 // demo makes the CRI calls the kubelet makes for a one-container pod, in
 // its order, and prints each with its duration.

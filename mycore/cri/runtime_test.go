@@ -29,8 +29,14 @@ var behaviours = []behaviour{
 	{name: "ExecExitCode", run: testExecExitCode},
 	{name: "ContainerExits", run: testContainerExits},
 	{name: "StopMissingContainer", run: testStopMissing},
-	{name: "ContainerLog", realOnly: true, run: testContainerLog},
+	{name: "ContainerLog", run: testContainerLog},
+	// a real sh has redirections; the mock's little shell does not
+	{name: "ExecStderr", realOnly: true, run: testExecStderr},
+	{name: "ContainerLogStderr", realOnly: true, run: testContainerLogStderr},
 }
+
+// Container scripts stay in the sh subset both runtimes run: no pipes,
+// redirections or $(...) unless the behaviour is realOnly.
 
 // TestRuntimes runs every behaviour against every runtime in critest.Cases.
 func TestRuntimes(t *testing.T) {
@@ -118,7 +124,7 @@ func startBusybox(t *testing.T, rt critest.Runtime, c *cri.Client, name, script 
 
 func testPodLifecycle(t *testing.T, rt critest.Runtime, c *cri.Client) {
 	ctx := ctxT(t)
-	p, podID, ctrID := startBusybox(t, rt, c, "lifecycle", "exec sleep 3600")
+	p, podID, ctrID := startBusybox(t, rt, c, "lifecycle", "sleep 3600")
 
 	pods, err := c.Pods(ctx, p.Labels)
 	if err != nil {
@@ -169,7 +175,22 @@ func testPodLifecycle(t *testing.T, rt critest.Runtime, c *cri.Client) {
 
 func testExecExitCode(t *testing.T, rt critest.Runtime, c *cri.Client) {
 	ctx := ctxT(t)
-	_, _, ctrID := startBusybox(t, rt, c, "exitcode", "exec sleep 3600")
+	_, _, ctrID := startBusybox(t, rt, c, "exitcode", "sleep 3600")
+	if _, err := c.WaitContainerState(ctx, ctrID, runtimeapi.ContainerState_CONTAINER_RUNNING, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Exec(ctx, ctrID, []string{"sh", "-c", "echo oops; exit 3"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || string(res.Stdout) != "oops\n" {
+		t.Errorf("exit %d stdout %q, want exit 3 stdout \"oops\\n\"", res.ExitCode, res.Stdout)
+	}
+}
+
+func testExecStderr(t *testing.T, rt critest.Runtime, c *cri.Client) {
+	ctx := ctxT(t)
+	_, _, ctrID := startBusybox(t, rt, c, "stderr", "sleep 3600")
 	if _, err := c.WaitContainerState(ctx, ctrID, runtimeapi.ContainerState_CONTAINER_RUNNING, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +198,8 @@ func testExecExitCode(t *testing.T, rt critest.Runtime, c *cri.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != 3 || strings.TrimSpace(string(res.Stderr)) != "oops" {
-		t.Errorf("exit %d stderr %q, want exit 3 stderr \"oops\"", res.ExitCode, res.Stderr)
+	if res.ExitCode != 3 || strings.TrimSpace(string(res.Stderr)) != "oops" || len(res.Stdout) != 0 {
+		t.Errorf("exit %d stdout %q stderr %q, want exit 3, stderr \"oops\" only", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 
@@ -205,29 +226,44 @@ func testStopMissing(t *testing.T, rt critest.Runtime, c *cri.Client) {
 	}
 }
 
-func testContainerLog(t *testing.T, rt critest.Runtime, c *cri.Client) {
+// waitLog polls the container's log until it has n lines: the runtime
+// copies the container's output into the file asynchronously.
+func waitLog(t *testing.T, c *cri.Client, ctrID string, n int) []cri.LogLine {
 	ctx := ctxT(t)
-	_, _, ctrID := startBusybox(t, rt, c, "logs", "echo to stdout; echo to stderr >&2; exec sleep 3600")
-	// The runtime copies the container's output into the file asynchronously.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		lines, err := c.ContainerLog(ctx, ctrID)
-		if err == nil && len(lines) >= 2 {
-			got := map[string]string{}
+		if err == nil && len(lines) >= n {
 			for _, l := range lines {
-				got[l.Stream] = l.Text
 				if l.Time.IsZero() {
 					t.Errorf("log line without time: %+v", l)
 				}
 			}
-			if got["stdout"] != "to stdout" || got["stderr"] != "to stderr" {
-				t.Errorf("log = %+v, want one stdout and one stderr line", lines)
-			}
-			return
+			return lines
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("log not written after 30s: %v, %v", lines, err)
+			t.Fatalf("log has %d lines after 30s, want %d: %v, %v", len(lines), n, lines, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func testContainerLog(t *testing.T, rt critest.Runtime, c *cri.Client) {
+	_, _, ctrID := startBusybox(t, rt, c, "logs", "echo line one; echo line two; sleep 3600")
+	lines := waitLog(t, c, ctrID, 2)
+	if len(lines) != 2 || lines[0].Text != "line one" || lines[1].Text != "line two" ||
+		lines[0].Stream != "stdout" || lines[1].Stream != "stdout" {
+		t.Errorf("log = %+v, want stdout \"line one\", \"line two\"", lines)
+	}
+}
+
+func testContainerLogStderr(t *testing.T, rt critest.Runtime, c *cri.Client) {
+	_, _, ctrID := startBusybox(t, rt, c, "logs-stderr", "echo to stdout; echo to stderr >&2; sleep 3600")
+	got := map[string]string{}
+	for _, l := range waitLog(t, c, ctrID, 2) {
+		got[l.Stream] = l.Text
+	}
+	if got["stdout"] != "to stdout" || got["stderr"] != "to stderr" {
+		t.Errorf("log streams = %v, want one stdout and one stderr line", got)
 	}
 }
