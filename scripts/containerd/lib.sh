@@ -131,6 +131,19 @@ container_ids() {
 	done | sort -u | grep -E '^[0-9a-f]{64}$' || true
 }
 
+# container ids named by live processes: a shim's `-id ID` (its sandbox)
+# and the 64-hex cgroup leaf of each process under it
+ids_from_processes() { # SHIM_PID...
+	local p
+	for p in "$@"; do
+		tr '\0' '\n' 2>/dev/null <"/proc/${p}/cmdline" | grep -A1 -x -- -id | tail -n +2
+	done
+	for p in $(descendants "$@"); do
+		sed -n 's#.*/\([0-9a-f]\{64\}\)$#\1#p' "/proc/${p}/cgroup" 2>/dev/null
+	done
+	true
+}
+
 # processes whose cgroup path ends in one of our container ids: container
 # processes, even those re-parented to PID 1 after their shim died
 pids_in_our_cgroups() { # ID...
@@ -190,9 +203,18 @@ remember_shim_sockets() { # ID...
 # containerd, its containers, shims, mounts, network, fixed-path files.
 # Safe to call when nothing runs.
 cleanup_all() {
-	local -a ids pids
+	local -a ids pids shims
 	mkdir -p "${D}"
-	mapfile -t ids < <(container_ids)
+	# Which containers are ours: from the state folder, and, in case that is
+	# gone, from the live shims (-id) and the cgroups of their children.
+	mapfile -t shims < <(shim_pids)
+	mapfile -t ids < <(
+		container_ids
+		if [ "${#shims[@]}" -gt 0 ]; then
+			ids_from_processes "${shims[@]}"
+		fi
+	)
+	mapfile -t ids < <(printf '%s\n' "${ids[@]}" | grep -E '^[0-9a-f]{64}$' | sort -u)
 	remember_shim_sockets "${ids[@]}"
 	# kept for leftovers(), which runs after the state is gone
 	CLEANED_IDS=("${ids[@]}")
@@ -218,7 +240,7 @@ cleanup_all() {
 
 	# 3. shims (re-parented to PID 1 once containerd is gone) and anything
 	#    still under them or in our containers' cgroups
-	local -a shims rest
+	local -a rest
 	mapfile -t shims < <(shim_pids)
 	mapfile -t rest < <(
 		if [ "${#shims[@]}" -gt 0 ]; then descendants "${shims[@]}"; fi
