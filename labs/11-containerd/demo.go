@@ -26,10 +26,10 @@ while true; do sleep 1; done`
 
 // demo makes the CRI calls the kubelet makes for a one-container pod, in
 // its order, and prints each with its duration.
-func demo(ctx context.Context, c *cri.Client, cfg config, logDir string, out io.Writer) error {
+func demo(ctx context.Context, c *cri.Client, cfg config, out io.Writer) error {
 	uid := make([]byte, 8)
 	_, _ = rand.Read(uid)
-	p := cri.Pod{Name: "lab11-demo", Namespace: "labs", UID: hex.EncodeToString(uid), LogDir: logDir}
+	p := cri.Pod{Name: "lab11-demo", Namespace: "labs", UID: hex.EncodeToString(uid), LogDir: cfg.logDir}
 	fmt.Fprintf(out, "demo: pod %s/%s (image %s)\n", p.Namespace, p.Name, cfg.image)
 
 	t0 := time.Now()

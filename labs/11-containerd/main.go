@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ func main() {
 type config struct {
 	endpoint string
 	image    string
+	logDir   string
 	demo     bool
 	keep     bool
 	timeout  time.Duration
@@ -47,12 +49,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfg config
 	fs := flag.NewFlagSet("11-containerd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.endpoint, "endpoint", env.Endpoint, "CRI endpoint (unix socket); default from "+orNone(env.File)+" or $"+cri.EndpointEnvVar)
+	fs.StringVar(&cfg.endpoint, "endpoint", env.Endpoint, "CRI endpoint (unix socket); default: $"+cri.EndpointEnvVar+", else "+orNone(env.File))
 	fs.StringVar(&cfg.image, "image", env.BusyboxImage, "image for the demo container")
+	fs.StringVar(&cfg.logDir, "pod-log-dir", env.PodLogDir, "where the demo pod's logs go (the kubelet's --pod-logs-dir, /var/log/pods by default)")
 	fs.BoolVar(&cfg.demo, "run-demo", false, "run a busybox pod, exec echo in it, show its log, remove it")
 	fs.BoolVar(&cfg.keep, "keep", false, "with --run-demo: leave the pod running (remove it with crictl rmp -f, or scripts/containerd-down.sh)")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "timeout of each CRI call")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 
@@ -75,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintln(stdout)
-		if err := demo(ctx, c, cfg, env.PodLogDir, stdout); err != nil {
+		if err := demo(ctx, c, cfg, stdout); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}

@@ -47,7 +47,7 @@ func TestLab(t *testing.T) {
 			t.Run("demo", func(t *testing.T) {
 				c := critest.Dial(t, rt)
 				before := demoPods(t, c)
-				code, out, _ := runLab(t, "--endpoint", rt.Endpoint, "--run-demo", "--image", rt.BusyboxImage)
+				code, out, _ := runLab(t, "--endpoint", rt.Endpoint, "--run-demo", "--image", rt.BusyboxImage, "--pod-log-dir", t.TempDir())
 				if code != 0 {
 					t.Fatalf("exit %d", code)
 				}

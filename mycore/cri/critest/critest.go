@@ -46,6 +46,7 @@ type Case struct {
 func Cases() []Case {
 	return []Case{
 		{Name: "containerd", Setup: Containerd},
+		{Name: "fakecri", Setup: FakeCRI},
 	}
 }
 
