@@ -322,6 +322,17 @@ mark_host_paths() {
 	fi
 }
 
+# true if any live (not zombie) containerd runs on this host
+other_containerd_running() {
+	local f st
+	while read -r f; do
+		st="$(cat "${f%/comm}/stat" 2>/dev/null)" || continue
+		st="${st##*) }"
+		[ "${st%% *}" != Z ] && return 0
+	done < <(grep -lsx containerd /proc/[0-9]*/comm)
+	return 1
+}
+
 # Remove the fixed host paths we created, if nothing but empty folders is
 # left in them (another containerd may have put something there meanwhile:
 # then they stay). Restore ip_forward if the CNI bridge turned it on.
@@ -331,7 +342,9 @@ undo_host_paths() {
 	while read -r p; do
 		case "${p}" in
 		ip_forward=*)
-			if [ "${p#ip_forward=}" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
+			# not while another containerd (e.g. a second state folder's) may route pods
+			if [ "${p#ip_forward=}" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ] &&
+				! other_containerd_running; then
 				echo 0 >/proc/sys/net/ipv4/ip_forward
 			fi
 			;;
