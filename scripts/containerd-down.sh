@@ -9,6 +9,8 @@
 # Idempotent: running it when nothing runs is fine (and also checks).
 # Built images and config stay in the state folder (a rebuild is skipped).
 set -euo pipefail
+# say where it stopped: set -e alone exits silently
+trap 'echo "containerd-down: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"

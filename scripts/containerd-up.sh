@@ -19,6 +19,8 @@
 # Environment: LABS_STATE_DIR (state folder), LABS_CNI_BRIDGE (default labs0),
 # LABS_CNI_SUBNET (default 10.231.0.0/24), LABS_NO_INSTALL=1 (never run apt).
 set -euo pipefail
+# say where it stopped: set -e alone exits silently
+trap 'echo "containerd-up: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
@@ -53,7 +55,7 @@ command -v containerd >/dev/null || missing+=(containerd)
 command -v ctr >/dev/null || missing+=(containerd)
 command -v runc >/dev/null || missing+=(runc)
 find_cni_bin >/dev/null || missing+=(containernetworking-plugins)
-dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
+[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null || true)" = "install ok installed" ] || missing+=(busybox-static)
 command -v gcc >/dev/null || missing+=(gcc)
 # gcc -static needs libc.a
 [ -n "$(find /usr/lib /usr/lib64 -name libc.a -print -quit 2>/dev/null)" ] || missing+=(libc6-dev)

@@ -14,6 +14,7 @@
 # entries, fixed owner and mtime), so a rebuild gives the same digests and
 # a second import is a no-op for containerd.
 set -euo pipefail
+trap 'echo "build-images: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "${here}/../.." && pwd)"
@@ -102,7 +103,9 @@ if ldd "${BUSYBOX_SRC}" >/dev/null 2>&1; then
 	echo "build-images: ${BUSYBOX_SRC} is dynamically linked; install busybox-static" >&2
 	exit 1
 fi
-bb_version="$("${BUSYBOX_SRC}" 2>&1 | head -1 | sed -n 's/^BusyBox v\([0-9.]*\).*/\1/p')"
+# whole output first: `| head -1` would SIGPIPE busybox, fatal under pipefail
+bb_banner="$("${BUSYBOX_SRC}" 2>&1 || true)"
+bb_version="$(sed -n '1s/^BusyBox v\([0-9.]*\).*/\1/p' <<<"${bb_banner}")"
 BUSYBOX_IMAGE="localhost/kubelet-labs/busybox:${bb_version:-latest}"
 bb="${work}/busybox-root"
 mkdir -p "${bb}/bin" "${bb}/etc" "${bb}/root" "${bb}/proc" "${bb}/sys" "${bb}/dev"
