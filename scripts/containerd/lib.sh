@@ -66,13 +66,14 @@ check_paths() {
 # (its shims). Exact argv match, so an editor or a grep naming the same file
 # is not mistaken for ours.
 pids_with_args() { # ARG...
-	local pid
-	for pid in /proc/[0-9]*; do
-		pid="${pid#/proc/}"
+	local f pid
+	# one grep over all command lines, then an exact check of the few hits
+	while read -r f; do
+		pid="${f#/proc/}"
+		pid="${pid%/cmdline}"
 		[ "${pid}" = "$$" ] && continue
-		grep -qaF -- "$2" "/proc/${pid}/cmdline" 2>/dev/null || continue
 		args_adjacent "${pid}" "$@" && echo "${pid}"
-	done
+	done < <(grep -laF -- "$2" /proc/[0-9]*/cmdline 2>/dev/null)
 	true
 }
 
@@ -104,7 +105,8 @@ descendants() { # PID...
 		read -r rest 2>/dev/null <"${stat}" || continue
 		pid="${rest%% *}"
 		rest="${rest##*) }" # skip "comm", which may contain spaces
-		ppid="$(cut -d' ' -f2 <<<"${rest}")"
+		ppid="${rest#* }"   # fields now: state ppid ...
+		ppid="${ppid%% *}"
 		parent_of["${pid}"]="${ppid}"
 	done
 	local -a queue=("$@")
@@ -225,7 +227,8 @@ cleanup_all() {
 	mapfile -t pids < <(containerd_pids)
 	if [ "${#pids[@]}" -gt 0 ]; then
 		log "stopping containerd (pid ${pids[*]})"
-		kill_wait 10 "${pids[@]}"
+		# everything it would tidy up on the way out is cleaned below anyway
+		kill_wait 3 "${pids[@]}"
 	fi
 
 	# 2. the containers: runc kills them and removes their cgroups
