@@ -11,6 +11,7 @@
 #   /run/containerd/s/<hash>  shim sockets (hard-coded in the shim library)
 #   /var/lib/cni/results/     libcni's result cache (not configurable in 1.6)
 #   /sys/fs/cgroup/*/k8s.io/  cgroups of pods that set no cgroup parent
+#                             (containers' own cgroups are found by id anywhere)
 # plus the bridge (labs0) and the ip_forward sysctl the CNI bridge turns on.
 
 LABS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -162,6 +163,17 @@ pids_in_our_cgroups() { # ID...
 	done
 }
 
+# cgroup folders named after our containers, wherever their cgroup parent
+# put them (/k8s.io/ID by default, /kubepods/.../ID under a kubelet),
+# deepest first
+our_cgroups() { # ID...
+	[ $# -gt 0 ] || return 0
+	local -a names=()
+	local id
+	for id in "$@"; do names+=(-o -name "${id}"); done
+	find /sys/fs/cgroup -mindepth 2 -type d \( "${names[@]:1}" \) 2>/dev/null | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+}
+
 # mount points under our folder, deepest first
 our_mounts() {
 	awk -v d="${D}/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
@@ -290,11 +302,12 @@ cleanup_all() {
 	for id in "${ids[@]}"; do
 		# libcni caches every ADD per network: ours and containerd's loopback
 		rm -f "${CNI_RESULTS}/"*"-${id}-"* 2>/dev/null || true
-		local c
-		for c in /sys/fs/cgroup/*/k8s.io/"${id}" /sys/fs/cgroup/k8s.io/"${id}"; do
-			[ -d "${c}" ] && rmdir "${c}" 2>/dev/null
-		done
 	done
+	# cgroups runc could not delete (state lost): empty now, so rmdir works
+	local c
+	while read -r c; do
+		rmdir "${c}" 2>/dev/null || true
+	done < <(our_cgroups "${ids[@]}")
 	undo_host_paths
 
 	# 7. our own folders, only once nothing is mounted under them
@@ -374,10 +387,8 @@ leftovers() {
 	for p in $(pids_in_our_cgroups "${ids[@]}"); do
 		echo "container process ${p}: $(tr '\0' ' ' 2>/dev/null <"/proc/${p}/cmdline")"
 	done
-	for p in "${ids[@]}"; do
-		for m in /sys/fs/cgroup/*/k8s.io/"${p}" /sys/fs/cgroup/k8s.io/"${p}"; do
-			[ -d "${m}" ] && echo "cgroup ${m}"
-		done
+	for m in $(our_cgroups "${ids[@]}"); do
+		echo "cgroup ${m}"
 	done
 	local m
 	while read -r m; do
