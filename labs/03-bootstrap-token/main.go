@@ -1,0 +1,168 @@
+// Lab 03 makes what a new node needs to join: a bootstrap token (a Secret
+// in kube-system that the apiserver accepts as a bearer token) and the RBAC
+// that lets such a token post a CSR and get it approved — then proves the
+// token authenticates, with a SelfSubjectReview.
+//
+//	go run ./labs/03-bootstrap-token                 # new token, 1h
+//	go run ./labs/03-bootstrap-token --token ID.SECRET   # check a token
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/bootstrap"
+)
+
+type options struct {
+	kubeconfig  string
+	ttl         time.Duration
+	autoApprove bool
+	token       string // check this token instead of making one
+	description string
+	// bootstrapKubeconfig is where to write the kubelet's bootstrap
+	// kubeconfig; "" = .labs/bootstrap/bootstrap-kubelet.kubeconfig, "-" = nowhere.
+	bootstrapKubeconfig string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else .labs/admin.kubeconfig from lab 00)")
+	flag.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
+	flag.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
+	flag.StringVar(&o.token, "token", "", "do not make a token: check this one (ID.SECRET) and say who it authenticates as, or why not")
+	flag.StringVar(&o.description, "description", "kubelet-labs lab 03", "description stored in the token's Secret")
+	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default .labs/bootstrap/bootstrap-kubelet.kubeconfig; - = do not write)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		labenv.Fatal(err)
+	}
+}
+
+// purpose says in a few words what each bound role is for.
+var purpose = map[string]string{
+	bootstrap.NodeBootstrapperRole: "post CSRs",
+	bootstrap.NodeClientRole:       "first client certificate auto-approved",
+	bootstrap.SelfNodeClientRole:   "renewals auto-approved",
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	if o.ttl <= 0 {
+		return fmt.Errorf("--ttl=%s: a bootstrap token needs a positive lifetime, like 1h", o.ttl)
+	}
+	if o.token != "" {
+		if _, err := bootstrap.ParseToken(o.token); err != nil {
+			return err // before touching the cluster
+		}
+	}
+	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	caPEM, _, err := bootstrap.ClusterCA(ctx, cfg, admin)
+	if err != nil {
+		return err
+	}
+	// What a joining node has: the server, its CA, and the token. Nothing else.
+	base := rest.AnonymousClientConfig(cfg)
+	base.CAData, base.CAFile = caPEM, ""
+
+	if o.token != "" {
+		tok, _ := bootstrap.ParseToken(o.token)
+		return whoami(ctx, out, base, tok, admin)
+	}
+
+	tok, err := bootstrap.CreateToken(ctx, admin, tokenOptions(o))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bootstrap token   %s\n", tok)
+	fmt.Fprintf(out, "  shown once: it is a password until it expires at %s (in %s); the tokencleaner deletes it then\n",
+		tok.Expires.Local().Format("15:04:05"), time.Until(tok.Expires).Round(time.Minute))
+	fmt.Fprintf(out, "  Secret          kube-system/%s (type bootstrap.kubernetes.io/token)\n", tok.SecretName())
+	fmt.Fprintf(out, "  usages          %s\n", strings.Join(tok.Usages, ", "))
+	fmt.Fprintf(out, "  groups          %s\n", strings.Join(tok.Groups, ", "))
+
+	results, err := bootstrap.EnsureNodeBootstrapRBAC(ctx, admin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "RBAC for joining nodes (kubeadm: phases/bootstraptoken/node/tlsbootstrap.go)")
+	for _, r := range results {
+		b := r.Binding
+		fmt.Fprintf(out, "  %-8s ClusterRoleBinding %s\n           group %s → ClusterRole %s (%s)\n",
+			r.Action, b.Name, b.Subjects[0].Name, b.RoleRef.Name, purpose[b.RoleRef.Name])
+	}
+
+	created, err := bootstrap.EnsureClusterInfo(ctx, admin, cfg.Host, caPEM)
+	if err != nil {
+		return err
+	}
+	ci := "exists"
+	if created {
+		ci = "created"
+	}
+	if err := bootstrap.WaitForClusterInfoSignature(ctx, admin, tok, 15*time.Second); err != nil {
+		fmt.Fprintf(out, "cluster-info      kube-public/cluster-info %s; not signed: %v\n", ci, err)
+	} else {
+		fmt.Fprintf(out, "cluster-info      kube-public/cluster-info %s; the bootstrapsigner signed it with this token (jws-kubeconfig-%s verified)\n", ci, tok.ID)
+	}
+
+	if err := whoami(ctx, out, base, tok, admin); err != nil {
+		return err
+	}
+
+	if o.bootstrapKubeconfig != "-" {
+		path := o.bootstrapKubeconfig
+		if path == "" {
+			dir, err := state.Ensure("bootstrap")
+			if err != nil {
+				return err
+			}
+			path = dir + "/bootstrap-kubelet.kubeconfig"
+		}
+		if err := bootstrap.WriteBootstrapKubeconfig(path, cfg.Host, caPEM, tok); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "bootstrap kubeconfig  %s (0600; what the kubelet's --bootstrap-kubeconfig holds)\n", path)
+	}
+	fmt.Fprintf(out, "next: go run ./labs/04-csr --token %s\n", tok)
+	return nil
+}
+
+func tokenOptions(o options) bootstrap.TokenOptions {
+	opts := bootstrap.TokenOptions{TTL: o.ttl, Description: o.description}
+	if o.autoApprove {
+		opts.ExtraGroups = []string{bootstrap.AutoApproveGroup}
+	}
+	return opts
+}
+
+func whoami(ctx context.Context, out io.Writer, base *rest.Config, tok bootstrap.Token, admin kubernetes.Interface) error {
+	info, err := bootstrap.AuthenticateToken(ctx, base, tok, admin, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "SelfSubjectReview with the token (kubectl auth whoami)")
+	fmt.Fprintf(out, "  username        %s\n", info.Username)
+	fmt.Fprintf(out, "  groups          %s\n", strings.Join(info.Groups, ", "))
+	return nil
+}

@@ -1,0 +1,280 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha512"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/client-go/util/retry"
+)
+
+// ApproveMode says who approves a node's CSR.
+type ApproveMode string
+
+const (
+	// ApproveAuto leaves it to the controller-manager's csrapproving
+	// controller: it approves when the requester may create
+	// certificatesigningrequests/nodeclient (our AutoApproveGroup).
+	ApproveAuto ApproveMode = "auto"
+	// ApproveAdmin approves with an admin client, as `kubectl certificate
+	// approve NAME` does.
+	ApproveAdmin ApproveMode = "admin"
+	// ApproveManual waits for a human to run `kubectl certificate approve`.
+	ApproveManual ApproveMode = "manual"
+)
+
+// ParseApproveMode accepts auto, admin or manual.
+func ParseApproveMode(s string) (ApproveMode, error) {
+	switch m := ApproveMode(s); m {
+	case ApproveAuto, ApproveAdmin, ApproveManual:
+		return m, nil
+	}
+	return "", fmt.Errorf("--approve=%q: want auto (the controller-manager approves), admin (we approve as admin) or manual (you run kubectl certificate approve)", s)
+}
+
+// NodeSubject is the subject of every kubelet client certificate: the Node
+// authorizer and NodeRestriction read the node name from CN, and O puts the
+// node in group system:nodes.
+func NodeSubject(nodeName string) pkix.Name {
+	return pkix.Name{Organization: []string{NodesGroup}, CommonName: "system:node:" + nodeName}
+}
+
+// NodeClientUsages are the key usages a kubelet asks for: digital signature
+// and client auth, plus key encipherment for RSA keys only (an ECDSA key
+// cannot encipher; the kube-apiserver-client-kubelet signer rejects a CSR
+// that asks for it). From requestNodeCertificate, v1.36.3.
+func NodeClientUsages(key crypto.PrivateKey) []certificatesv1.KeyUsage {
+	u := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	if _, ok := key.(*rsa.PrivateKey); ok {
+		u = append(u, certificatesv1.UsageKeyEncipherment)
+	}
+	return u
+}
+
+// NodeCSRName is the kubelet's digestedName (pkg/kubelet/certificate/
+// bootstrap/bootstrap.go, v1.36.3): a hash of the public key, subject and
+// usages, so a restarted kubelet with the same key finds its earlier CSR
+// instead of posting a second one.
+func NodeCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certificatesv1.KeyUsage) (string, error) {
+	h := sha512.New512_256()
+	write := func(b []byte) { // '|' is not in the base64url alphabet: no ambiguous streams
+		h.Write([]byte(base64.RawURLEncoding.EncodeToString(b)))
+		h.Write([]byte{'|'})
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	write(der)
+	write([]byte(subject.CommonName))
+	for _, o := range subject.Organization {
+		write([]byte(o))
+	}
+	for _, u := range usages {
+		write([]byte(u))
+	}
+	return "node-csr-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// CSRRequest is one node client certificate request.
+type CSRRequest struct {
+	// Client is the requester: the bootstrap token's identity for a first
+	// certificate. CSR.spec.username records who it is, and that is what
+	// the auto-approver checks.
+	Client   kubernetes.Interface
+	KeyPEM   []byte
+	NodeName string
+	// Approve, if set, is called once the CSR exists (e.g. AdminApprover).
+	Approve func(ctx context.Context, name string) error
+	// OnCreated is told the CSR's name, and whether an earlier CSR of the
+	// same key was found and reused.
+	OnCreated func(name string, reused bool)
+	// Timeout for the certificate to be issued (default 2m).
+	Timeout time.Duration
+}
+
+// CSRResult is an issued certificate.
+type CSRResult struct {
+	Name    string
+	CertPEM []byte
+	Reused  bool
+	// Approval is the Approved condition's reason and message, e.g.
+	// "AutoApproved: Auto approving kubelet client certificate after SubjectAccessReview."
+	Approval  string
+	Requester string // spec.username
+	Elapsed   time.Duration
+}
+
+// DeniedError: someone denied the CSR.
+type DeniedError struct{ Name, Reason, Message string }
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("CSR %s was denied: %s (%s); a denied CSR stays denied, start again with a new key", e.Name, e.Reason, e.Message)
+}
+
+// FailedError: the signer could not issue the certificate.
+type FailedError struct{ Name, Reason, Message string }
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("CSR %s failed: %s (%s)", e.Name, e.Reason, e.Message)
+}
+
+// TimeoutError: no certificate in time.
+type TimeoutError struct {
+	Name   string
+	Waited time.Duration
+	State  string // "Pending" or "Approved, not yet issued"
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("CSR %s was not issued within %s: it is still %s", e.Name, e.Waited, e.State)
+}
+
+// RequestNodeCertificate posts a CSR for system:node:NAME with signer
+// kubernetes.io/kube-apiserver-client-kubelet, lets it be approved, and
+// waits for the certificate, with client-go's csr.RequestCertificate and
+// csr.WaitForCertificate as the kubelet does.
+func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, error) {
+	start := time.Now()
+	if r.Timeout == 0 {
+		r.Timeout = 2 * time.Minute
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(r.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("node key of type %T cannot sign", key)
+	}
+	subject := NodeSubject(r.NodeName)
+	der, err := certutil.MakeCSR(key, &subject, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("make CSR: %w", err)
+	}
+	usages := NodeClientUsages(key)
+	name, err := NodeCSRName(signer.Public(), subject, usages)
+	if err != nil {
+		return nil, err
+	}
+	csrs := r.Client.CertificatesV1().CertificateSigningRequests()
+	_, getErr := csrs.Get(ctx, name, metav1.GetOptions{})
+	reused := getErr == nil
+
+	reqName, uid, err := csr.RequestCertificateWithContext(ctx, r.Client, der, name,
+		certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("%w; the requester may not create CSRs: bind ClusterRole %s to it (lab 03 binds it to group system:bootstrappers)", err, NodeBootstrapperRole)
+		}
+		return nil, err
+	}
+	if r.OnCreated != nil {
+		r.OnCreated(reqName, reused)
+	}
+	if r.Approve != nil {
+		if err := r.Approve(ctx, reqName); err != nil {
+			return nil, err
+		}
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	certPEM, waitErr := csr.WaitForCertificate(wctx, r.Client, reqName, uid)
+
+	// Read the final state once, to explain a failure or show the approval.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer gcancel()
+	obj, getErr := csrs.Get(gctx, reqName, metav1.GetOptions{})
+	if waitErr != nil {
+		if getErr == nil {
+			for _, c := range obj.Status.Conditions {
+				switch c.Type {
+				case certificatesv1.CertificateDenied:
+					return nil, &DeniedError{Name: reqName, Reason: c.Reason, Message: c.Message}
+				case certificatesv1.CertificateFailed:
+					return nil, &FailedError{Name: reqName, Reason: c.Reason, Message: c.Message}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if wctx.Err() != nil {
+			state := "Pending (nobody approved it)"
+			if getErr == nil && approved(obj) {
+				state = "Approved but not issued (is the controller-manager's csrsigning controller running with --cluster-signing-cert-file?)"
+			}
+			return nil, &TimeoutError{Name: reqName, Waited: r.Timeout, State: state}
+		}
+		return nil, fmt.Errorf("wait for CSR %s: %w", reqName, waitErr)
+	}
+	res := &CSRResult{Name: reqName, CertPEM: certPEM, Reused: reused, Elapsed: time.Since(start)}
+	if getErr == nil {
+		res.Requester = obj.Spec.Username
+		for _, c := range obj.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved {
+				res.Approval = c.Reason + ": " + c.Message
+			}
+		}
+	}
+	return res, nil
+}
+
+func approved(c *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// AdminApprover approves CSRs with admin, like `kubectl certificate approve`.
+func AdminApprover(admin kubernetes.Interface) func(context.Context, string) error {
+	return func(ctx context.Context, name string) error {
+		return SetApproval(ctx, admin, name, true, "KubeletLabsApprove", "approved by kubelet-labs with the admin client (as kubectl certificate approve does)")
+	}
+}
+
+// SetApproval adds an Approved (approve=true) or Denied condition through
+// the approval subresource — what `kubectl certificate approve|deny` does
+// (staging/src/k8s.io/kubectl/pkg/cmd/certificates/certificates.go).
+// A CSR that already has a decision is left as it is.
+func SetApproval(ctx context.Context, admin kubernetes.Interface, name string, approve bool, reason, message string) error {
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := csrs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range obj.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied {
+				return nil
+			}
+		}
+		t := certificatesv1.CertificateApproved
+		if !approve {
+			t = certificatesv1.CertificateDenied
+		}
+		obj.Status.Conditions = append(obj.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastUpdateTime: metav1.Now(),
+		})
+		_, err = csrs.UpdateApproval(ctx, name, obj, metav1.UpdateOptions{})
+		return err
+	})
+}

@@ -1,0 +1,214 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+)
+
+// JoinOptions configure a TLS bootstrap.
+type JoinOptions struct {
+	// Admin is the kubeconfig the lab runs with: it names the server and its
+	// CA, and (being admin) makes a token when Token is empty and approves
+	// CSRs when Approve is ApproveAdmin. A real node has only a bootstrap
+	// kubeconfig (server, CA, token); the admin part is the lab's shortcut
+	// for making that token.
+	Admin *rest.Config
+	// Token "ID.SECRET" to bootstrap with; empty makes a new one.
+	Token    string
+	TokenTTL time.Duration // for a token we make; default 10m
+	NodeName string
+	Dir      string // credentials folder, e.g. .labs/nodes/NAME
+	Approve  ApproveMode
+	Timeout  time.Duration // for the certificate; default 2m
+	// Force requests a new certificate even if valid credentials exist.
+	Force bool
+	// Log receives one human line per step (nil: silent).
+	Log func(format string, args ...any)
+}
+
+// JoinResult is what a TLS bootstrap produced.
+type JoinResult struct {
+	Creds    Credentials
+	Cert     *x509.Certificate
+	CASource string
+	// Skipped: valid credentials existed, no CSR was made (the kubelet
+	// skips bootstrap the same way).
+	Skipped      bool
+	Token        Token
+	TokenCreated bool
+	CSR          *CSRResult
+	// Node is who the node's kubeconfig authenticates as.
+	Node    authenticationv1.UserInfo
+	Elapsed time.Duration
+}
+
+// Join turns a bootstrap token into node credentials: what the kubelet does
+// with --bootstrap-kubeconfig before it starts (LoadClientCert in
+// pkg/kubelet/certificate/bootstrap/bootstrap.go, v1.36.3).
+func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
+	start := time.Now()
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if o.Approve == "" {
+		o.Approve = ApproveAuto
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = 10 * time.Minute
+	}
+	admin, err := kubernetes.NewForConfig(o.Admin)
+	if err != nil {
+		return nil, err
+	}
+	caPEM, caSource, err := ClusterCA(ctx, o.Admin, admin)
+	if err != nil {
+		return nil, err
+	}
+	res := &JoinResult{Creds: CredentialsIn(o.Dir), CASource: caSource}
+	server := o.Admin.Host
+
+	if !o.Force {
+		cert, err := res.Creds.Check(o.NodeName, server, caPEM)
+		if err == nil {
+			logf("credentials %s valid until %s: no TLS bootstrap needed (the kubelet skips it too)", res.Creds.Kubeconfig, cert.NotAfter.Format(time.RFC3339))
+			res.Cert, res.Skipped = cert, true
+			return finish(ctx, res, start, logf)
+		}
+		if !errors.Is(err, ErrNoCredentials) {
+			return nil, err
+		}
+		if err.Error() != ErrNoCredentials.Error() {
+			logf("credentials %s not usable (%v): bootstrapping again", res.Creds.Dir, err)
+		}
+	}
+
+	// 1. the bootstrap token
+	if o.Token != "" {
+		if res.Token, err = ParseToken(o.Token); err != nil {
+			return nil, err
+		}
+		if t, err := LookupToken(ctx, admin, res.Token); err == nil {
+			res.Token = t
+		}
+	} else {
+		if _, err := EnsureNodeBootstrapRBAC(ctx, admin); err != nil {
+			return nil, err
+		}
+		opts := TokenOptions{TTL: o.TokenTTL, Description: "kubelet-labs: TLS bootstrap of node " + o.NodeName}
+		if o.Approve == ApproveAuto {
+			opts.ExtraGroups = []string{AutoApproveGroup}
+		}
+		if res.Token, err = CreateToken(ctx, admin, opts); err != nil {
+			return nil, err
+		}
+		res.TokenCreated = true
+		logf("token       created %s (expires %s, in %s)", res.Token.Redacted(), res.Token.Expires.Local().Format("15:04:05"), o.TokenTTL)
+	}
+	base := rest.AnonymousClientConfig(o.Admin)
+	base.CAData, base.CAFile = caPEM, ""
+	who, err := AuthenticateToken(ctx, base, res.Token, admin, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	logf("token       authenticates as %s %v", who.Username, who.Groups)
+	bootClient, err := kubernetes.NewForConfig(TokenConfig(base, res.Token.String()))
+	if err != nil {
+		return nil, err
+	}
+
+	// 2. the key: reused while its CSR is pending, as the kubelet does
+	keyPEM, generated, err := keyutil.LoadOrGenerateKeyFile(res.Creds.PendingKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	if generated {
+		logf("key         new ECDSA P-256 key %s (0600)", res.Creds.PendingKeyFile)
+	} else {
+		logf("key         reusing %s from an earlier attempt", res.Creds.PendingKeyFile)
+	}
+
+	// 3. the CSR
+	req := CSRRequest{Client: bootClient, KeyPEM: keyPEM, NodeName: o.NodeName, Timeout: o.Timeout}
+	req.OnCreated = func(name string, reused bool) {
+		verb := "created"
+		if reused {
+			verb = "found (same key as an earlier attempt)"
+		}
+		logf("csr         %s %s by %s, signer kubernetes.io/kube-apiserver-client-kubelet", name, verb, who.Username)
+		switch o.Approve {
+		case ApproveManual:
+			logf("csr         waiting for you, in another terminal:  kubectl certificate approve %s", name)
+		case ApproveAuto:
+			logf("csr         waiting for the controller-manager's csrapproving controller...")
+		}
+	}
+	if o.Approve == ApproveAdmin {
+		req.Approve = AdminApprover(admin)
+	}
+	res.CSR, err = RequestNodeCertificate(ctx, req)
+	var denied *DeniedError
+	if errors.As(err, &denied) {
+		os.Remove(res.Creds.PendingKeyFile) // the next run gets a new key, hence a new CSR
+	}
+	var timeout *TimeoutError
+	if errors.As(err, &timeout) && o.Approve == ApproveAuto && !hasGroup(res.Token.Groups, AutoApproveGroup) {
+		return nil, fmt.Errorf("%w; the token is not in group %s, so the controller-manager does not approve its CSRs: approve it with `kubectl certificate approve %s`, or use a token made by lab 03 (--auto-approve=true)", err, AutoApproveGroup, timeout.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	logf("approved    %s", res.CSR.Approval)
+	certs, err := certutil.ParseCertsPEM(res.CSR.CertPEM)
+	if err != nil {
+		return nil, fmt.Errorf("issued certificate: %w", err)
+	}
+	res.Cert = certs[0]
+	if err := VerifyClientCert(res.Cert, caPEM); err != nil {
+		return nil, fmt.Errorf("the issued certificate does not verify against the cluster CA: %w", err)
+	}
+	logf("certificate issued %s after the CSR: CN=%s O=%s, valid until %s, issuer %s",
+		res.CSR.Elapsed.Round(10*time.Millisecond), res.Cert.Subject.CommonName, strings.Join(res.Cert.Subject.Organization, ","),
+		res.Cert.NotAfter.Format(time.RFC3339), res.Cert.Issuer.CommonName)
+
+	// 4. credentials on disk
+	if err := res.Creds.Write(server, caPEM, res.CSR.CertPEM, keyPEM); err != nil {
+		return nil, err
+	}
+	os.Remove(res.Creds.PendingKeyFile)
+	logf("kubeconfig  %s (0600; verifies the server with the CA from %s)", res.Creds.Kubeconfig, caSource)
+	return finish(ctx, res, start, logf)
+}
+
+func finish(ctx context.Context, res *JoinResult, start time.Time, logf func(string, ...any)) (*JoinResult, error) {
+	cfg, err := res.Creds.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	if res.Node, err = WhoAmI(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("the new node credentials do not work: %w", err)
+	}
+	logf("identity    %s %v", res.Node.Username, res.Node.Groups)
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func hasGroup(groups []string, g string) bool {
+	for _, x := range groups {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}
