@@ -85,8 +85,10 @@ func (r *Runtime) execIn(ctx context.Context, id string, cmd []string, stdin io.
 	}
 	life := c.life
 	r.sessions.Add(1)
+	r.execs.Add(1)
 	r.mu.RUnlock()
 	defer r.sessions.Done()
+	defer r.execs.Add(-1)
 
 	// The exec lives in the container's "cgroup": it ends with the container.
 	ctx, cancel := context.WithCancel(ctx)

@@ -62,6 +62,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 		counts, _ := json.Marshal(map[string]int{
 			"sandboxes": len(r.sandboxes), "containers": len(r.containers),
 			"runningContainers": running, "images": len(r.images.byID),
+			"activeExecs": int(r.execs.Load()),
 		})
 		resp.Info = map[string]string{"config": string(cfg), "counts": string(counts)}
 	}

@@ -60,10 +60,15 @@ func (l *logFile) write(stream runtimeapi.LogStreamType, p []byte) {
 		if i < 0 {
 			break
 		}
-		l.record(stream, runtimeapi.LogTagFull, buf[:i])
+		line := buf[:i]
+		for len(line) > maxLogLine {
+			l.record(stream, runtimeapi.LogTagPartial, line[:maxLogLine])
+			line = line[maxLogLine:]
+		}
+		l.record(stream, runtimeapi.LogTagFull, line)
 		buf = buf[i+1:]
 	}
-	for len(buf) >= maxLogLine {
+	for len(buf) > maxLogLine {
 		l.record(stream, runtimeapi.LogTagPartial, buf[:maxLogLine])
 		buf = buf[maxLogLine:]
 	}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -49,6 +50,7 @@ type Runtime struct {
 	procs  sync.WaitGroup
 	// sessions counts execs, attaches and port-forwards in progress.
 	sessions sync.WaitGroup
+	execs    atomic.Int32 // execs in progress (shown by Status verbose)
 
 	streamMu  sync.Mutex
 	streaming *streamingServer // started lazily on the first Exec/Attach/PortForward

@@ -29,7 +29,9 @@ import (
 //	while LIST; do LIST; done
 //
 // Signals are delivered at blocking points (sleep, reading stdin, waiting
-// forever) and between commands. Unlike a real PID 1, a signal without a
+// forever, each loop iteration) — so a script's first commands (its trap)
+// always run before a signal is looked at, as on a real machine where the
+// shell starts long before the kubelet's StopContainer arrives. Unlike a real PID 1, a signal without a
 // trap terminates the shell at once (exit 128+n) — the behaviour of a
 // well-behaved process, which is what the stop-escalation lessons need.
 // A trap handler runs as soon as the signal arrives.
@@ -124,9 +126,6 @@ func (sh *shell) runShellArgs(name string, args []string) (int32, error) {
 
 func (sh *shell) runList(l list) error {
 	for _, a := range l {
-		if err := sh.pollSignals(); err != nil {
-			return err
-		}
 		st, err := sh.runNode(a.first)
 		if err != nil {
 			return err
@@ -463,22 +462,6 @@ func biTrap(sh *shell, args []string) (int32, error) {
 		}
 	}
 	return st, nil
-}
-
-// pollSignals handles signals that arrived while the shell was busy.
-func (sh *shell) pollSignals() error {
-	for {
-		select {
-		case m := <-sh.sigs:
-			if err := sh.handleSignal(m); err != nil {
-				return err
-			}
-		case <-sh.ctx.Done():
-			return &exitError{code: 128 + sigKILL}
-		default:
-			return nil
-		}
-	}
 }
 
 // handleSignal applies a signal: nil means "keep going".

@@ -53,7 +53,7 @@ func (c *container) stats(now int64) *runtimeapi.ContainerStats {
 			Labels:      maps.Clone(c.config.GetLabels()),
 			Annotations: maps.Clone(c.config.GetAnnotations()),
 		},
-		Cpu: &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: u64(cpuTotal)},
+		Cpu: &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: u64(cpuTotal), UsageNanoCores: u64(0)},
 		Memory: &runtimeapi.MemoryUsage{
 			Timestamp:       now,
 			WorkingSetBytes: u64(0),

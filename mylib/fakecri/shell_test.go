@@ -1,0 +1,169 @@
+package fakecri
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runShell runs argv in a fresh mock shell and returns status and output.
+func runShell(t *testing.T, stdin string, argv ...string) (int32, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	sh := &shell{
+		ctx:      tctx(t),
+		stdout:   &out,
+		stderr:   &errb,
+		env:      &envList{kv: []string{"HOME=/root", "NAME=world"}},
+		files:    func(string) ([]byte, error) { return nil, errNoSuchFile },
+		hostname: "box",
+		workDir:  "/",
+		traps:    map[int]trapAction{},
+		now:      time.Now,
+	}
+	if stdin != "" {
+		cr := newChanReader(strings.NewReader(stdin))
+		defer cr.stop()
+		sh.stdin = cr
+	}
+	code, err := sh.runArgv(argv)
+	if err != nil {
+		t.Fatalf("%q: %v", argv, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestShellScripts(t *testing.T) {
+	cases := []struct {
+		script string
+		code   int32
+		out    string
+	}{
+		{`echo hello world`, 0, "hello world\n"},
+		{`echo -n no newline`, 0, "no newline"},
+		{`echo -e 'a\tb'`, 0, "a\tb\n"},
+		{`echo "hi $NAME" 'no $NAME' \$NAME ${NAME}!`, 0, "hi world no $NAME $NAME world!\n"},
+		{`echo "quote \" inside"`, 0, "quote \" inside\n"},
+		{`exit 3`, 3, ""},
+		{`exit 300`, 44, ""}, // 8-bit exit status
+		{`false; echo $?`, 0, "1\n"},
+		{`true && echo yes || echo no`, 0, "yes\n"},
+		{`false && echo yes || echo no`, 0, "no\n"},
+		{`false || exit 7; echo unreachable`, 7, ""},
+		{"echo one\necho two # comment", 0, "one\ntwo\n"},
+		{`X=1; export Y=2; echo $X$Y; printenv Y`, 0, "12\n2\n"},
+		{`printf '%s=%d%%\n' cpu 42`, 0, "cpu=42%\n"},
+		{`hostname; pwd`, 0, "box\n/\n"},
+		{`printenv NAME MISSING`, 1, "world\n"},
+		{`nosuchcmd`, 127, ""},
+		{`sleep 0.01; echo slept`, 0, "slept\n"},
+		{`false`, 1, ""},
+		{`sh -c 'exit 5'`, 5, ""},
+		{`cat /etc/passwd`, 1, ""},
+		{`echo a; while false; do echo never; done; echo b`, 0, "a\nb\n"},
+	}
+	for _, c := range cases {
+		code, out, _ := runShell(t, "", "sh", "-c", c.script)
+		if code != c.code || out != c.out {
+			t.Errorf("%s\n  got  %d %q\n  want %d %q", c.script, code, out, c.code, c.out)
+		}
+	}
+}
+
+func TestShellRejectsWhatItCannotDo(t *testing.T) {
+	for _, script := range []string{
+		`echo a | grep a`, `echo a > /tmp/x`, `sleep 1 &`, `echo $(date)`, "echo `date`",
+		`if true; then echo; fi`, `echo 'unterminated`, `(echo sub)`, `while true; do echo`,
+	} {
+		code, out, errOut := runShell(t, "", "sh", "-c", script)
+		if code != 2 || out != "" || errOut == "" {
+			t.Errorf("%s: got %d %q %q, want exit 2 and an error message", script, code, out, errOut)
+		}
+	}
+}
+
+func TestShellDirectCommands(t *testing.T) {
+	code, out, _ := runShell(t, "", "/bin/echo", "direct")
+	if code != 0 || out != "direct\n" {
+		t.Fatalf("got %d %q", code, out)
+	}
+	code, out, _ = runShell(t, "piped input", "cat")
+	if code != 0 || out != "piped input" {
+		t.Fatalf("cat stdin: %d %q", code, out)
+	}
+	code, out, _ = runShell(t, "echo from-repl\nexit 4\necho after\n", "sh")
+	if code != 4 || out != "from-repl\n" {
+		t.Fatalf("repl: %d %q", code, out)
+	}
+	var sh shell
+	if _, err := sh.runArgv([]string{"nginx"}); !errors.Is(err, errNotFound) {
+		t.Fatalf("unknown binary: %v", err)
+	}
+}
+
+func TestShellSignals(t *testing.T) {
+	run := func(script string, sigs ...signalMsg) int32 {
+		t.Helper()
+		ch := make(chan signalMsg, len(sigs))
+		for _, s := range sigs {
+			ch <- s
+		}
+		sh := &shell{ctx: tctx(t), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, env: &envList{},
+			traps: map[int]trapAction{}, sigs: ch, now: time.Now}
+		code, err := sh.runArgv([]string{"sh", "-c", script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	code42 := int32(42)
+	cases := []struct {
+		name   string
+		script string
+		sigs   []signalMsg
+		want   int32
+	}{
+		{"TERM kills", "sleep 3600", []signalMsg{{sig: 15}}, 143},
+		{"INT kills", "sleep 3600", []signalMsg{{sig: 2}}, 130},
+		{"ignored TERM then KILL", "trap '' TERM; sleep 3600", []signalMsg{{sig: 15}, {sig: 9}}, 137},
+		{"handler", "trap 'exit 9' TERM; sleep 3600", []signalMsg{{sig: 15}}, 9},
+		{"handler resumes", "trap 'echo x' USR1; sleep 0.05; exit 6", []signalMsg{{sig: 10}}, 6},
+		{"reset trap", "trap '' TERM; trap - TERM; sleep 3600", []signalMsg{{sig: 15}}, 143},
+		{"forced exit", "trap '' TERM; sleep 3600", []signalMsg{{exit: &code42}}, 42},
+		{"KILL cannot be trapped", "trap '' KILL; sleep 3600", []signalMsg{{sig: 9}}, 137},
+	}
+	for _, c := range cases {
+		if got := run(c.script, c.sigs...); got != c.want {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestShellContextCancelKills(t *testing.T) {
+	c, cancel := context.WithCancel(context.Background())
+	sh := &shell{ctx: c, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, env: &envList{}, traps: map[int]trapAction{}, now: time.Now}
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	code, err := sh.runArgv([]string{"sh", "-c", "trap '' TERM; sleep 3600"})
+	if err != nil || code != 137 {
+		t.Fatalf("got %d %v, want 137", code, err)
+	}
+}
+
+func TestParseSleep(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"1": time.Second, "0.5": 500 * time.Millisecond, "2m": 2 * time.Minute, "1h": time.Hour,
+		"3s": 3 * time.Second, "1d": 24 * time.Hour, "infinity": -1,
+	} {
+		if got, err := parseSleep(in); err != nil || got != want {
+			t.Errorf("parseSleep(%q) = %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1q"} {
+		if _, err := parseSleep(bad); err == nil {
+			t.Errorf("parseSleep(%q) accepted", bad)
+		}
+	}
+}
