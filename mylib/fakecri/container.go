@@ -57,8 +57,10 @@ func (r *Runtime) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	if err := r.reserveName(key, id); err != nil {
 		return nil, err
 	}
+	r.seq++
 	c := &container{
 		id:        id,
+		seq:       r.seq,
 		sandboxID: sbID,
 		config:    proto.Clone(cfg).(*runtimeapi.ContainerConfig),
 		img:       img.info(cfg.GetImage().GetImage()),

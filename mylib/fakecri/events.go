@@ -170,10 +170,5 @@ func sandboxContainerStatuses(sb *sandbox) []*runtimeapi.ContainerStatus {
 }
 
 func sortContainers(cs []*container) {
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].createdAt != cs[j].createdAt {
-			return cs[i].createdAt < cs[j].createdAt
-		}
-		return cs[i].id < cs[j].id
-	})
+	sort.Slice(cs, func(i, j int) bool { return cs[i].seq < cs[j].seq })
 }

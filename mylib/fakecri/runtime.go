@@ -39,6 +39,7 @@ type Runtime struct {
 	conditions map[string]*runtimeapi.RuntimeCondition
 	ipam       *ipam
 	nextPid    int
+	seq        uint64 // last creation sequence number
 	closed     bool
 
 	events *broadcaster

@@ -52,8 +52,10 @@ func (r *Runtime) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 	if err := r.reserveName(key, id); err != nil {
 		return nil, err
 	}
+	r.seq++
 	sb := &sandbox{
 		id:         id,
+		seq:        r.seq,
 		config:     proto.Clone(cfg).(*runtimeapi.PodSandboxConfig),
 		handler:    req.GetRuntimeHandler(),
 		state:      runtimeapi.PodSandboxState_SANDBOX_READY,
@@ -239,12 +241,7 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 		}
 		sbs = append(sbs, sb)
 	}
-	sort.Slice(sbs, func(i, j int) bool {
-		if sbs[i].createdAt != sbs[j].createdAt {
-			return sbs[i].createdAt < sbs[j].createdAt
-		}
-		return sbs[i].id < sbs[j].id
-	})
+	sort.Slice(sbs, func(i, j int) bool { return sbs[i].seq < sbs[j].seq })
 	out := make([]*runtimeapi.PodSandbox, len(sbs))
 	for i, sb := range sbs {
 		out[i] = sb.listItem()

@@ -18,6 +18,7 @@ const AnnotationIgnoreSIGTERM = "fakecri.kubelet-labs/ignore-sigterm"
 // by Runtime.mu; config is a private deep copy and never changes.
 type sandbox struct {
 	id         string
+	seq        uint64 // creation order: lists are oldest first even if clocks tie
 	config     *runtimeapi.PodSandboxConfig
 	handler    string
 	state      runtimeapi.PodSandboxState
@@ -93,6 +94,7 @@ func (sb *sandbox) ignoresSIGTERM(name string) bool {
 // container is the runtime's record of a container.
 type container struct {
 	id         string
+	seq        uint64 // creation order
 	sandboxID  string
 	config     *runtimeapi.ContainerConfig
 	img        imageInfo // resolved at create time
