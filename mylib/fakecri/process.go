@@ -127,9 +127,9 @@ func runMain(sh *shell, argv []string, interactive bool) (int32, string) {
 	}
 	var ex *exitError
 	if errors.As(err, &ex) {
-		return ex.code, ex.reason
+		code = ex.code
 	}
-	return code, ""
+	return code, sh.exitReason
 }
 
 // processExited records the exit. The log is flushed and attach sessions

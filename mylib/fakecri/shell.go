@@ -46,10 +46,7 @@ type signalMsg struct {
 }
 
 // exitError unwinds the interpreter when the shell exits.
-type exitError struct {
-	code   int32
-	reason string // non-empty only for forced exits
-}
+type exitError struct{ code int32 }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
@@ -74,7 +71,10 @@ type shell struct {
 	traps    map[int]trapAction
 	status   int32
 	blocked  bool // set by wait: lets loops know they did not spin
-	now      func() time.Time
+	// exitReason is the reason of a forced exit (control API), which must
+	// survive the unwinding that turns exitError into a status.
+	exitReason string
+	now        func() time.Time
 }
 
 // errNotFound is returned for a command the mock does not know.
@@ -467,7 +467,8 @@ func biTrap(sh *shell, args []string) (int32, error) {
 // handleSignal applies a signal: nil means "keep going".
 func (sh *shell) handleSignal(m signalMsg) error {
 	if m.exit != nil {
-		return &exitError{code: *m.exit, reason: m.reason}
+		sh.exitReason = m.reason
+		return &exitError{code: *m.exit}
 	}
 	if m.sig == sigKILL {
 		return &exitError{code: 128 + sigKILL}
