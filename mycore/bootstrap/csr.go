@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 )
 
 // ApproveMode says who approves a node's CSR.
@@ -54,9 +56,10 @@ func NodeSubject(nodeName string) pkix.Name {
 }
 
 // NodeClientUsages are the key usages a kubelet asks for: digital signature
-// and client auth, plus key encipherment for RSA keys only (an ECDSA key
-// cannot encipher; the kube-apiserver-client-kubelet signer rejects a CSR
-// that asks for it). From requestNodeCertificate, v1.36.3.
+// and client auth, plus key encipherment for RSA keys only — an ECDSA key
+// cannot encipher anything (TLS key exchange with it is ECDHE + signature).
+// From requestNodeCertificate, v1.36.3; the signer accepts both sets
+// (IsKubeletClientCSR in pkg/apis/certificates/helpers.go).
 func NodeClientUsages(key crypto.PrivateKey) []certificatesv1.KeyUsage {
 	u := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 	if _, ok := key.(*rsa.PrivateKey); ok {
@@ -123,7 +126,7 @@ type CSRResult struct {
 type DeniedError struct{ Name, Reason, Message string }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("CSR %s was denied: %s (%s); a denied CSR stays denied, start again with a new key", e.Name, e.Reason, e.Message)
+	return fmt.Sprintf("CSR %s was denied: %s (%s)", e.Name, e.Reason, e.Message)
 }
 
 // FailedError: the signer could not issue the certificate.
@@ -175,7 +178,10 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 	_, getErr := csrs.Get(ctx, name, metav1.GetOptions{})
 	reused := getErr == nil
 
-	reqName, uid, err := csr.RequestCertificateWithContext(ctx, r.Client, der, name,
+	// client-go's csr package logs "csr for this node already exists,
+	// reusing" through the context's logger; we say it ourselves (OnCreated).
+	quiet := klog.NewContext(ctx, logr.Discard())
+	reqName, uid, err := csr.RequestCertificateWithContext(quiet, r.Client, der, name,
 		certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
@@ -194,7 +200,8 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 
 	wctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	certPEM, waitErr := csr.WaitForCertificate(wctx, r.Client, reqName, uid)
+	// The watch logs "context deadline exceeded" on a timeout; our error says more.
+	certPEM, waitErr := csr.WaitForCertificate(klog.NewContext(wctx, logr.Discard()), r.Client, reqName, uid)
 
 	// Read the final state once, to explain a failure or show the approval.
 	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
@@ -64,6 +65,9 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 	if o.Approve == "" {
 		o.Approve = ApproveAuto
+	}
+	if errs := validation.IsDNS1123Subdomain(o.NodeName); len(errs) > 0 {
+		return nil, fmt.Errorf("node name %q is not valid: %s", o.NodeName, strings.Join(errs, "; "))
 	}
 	if o.TokenTTL == 0 {
 		o.TokenTTL = 10 * time.Minute
@@ -142,11 +146,11 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	// 3. the CSR
 	req := CSRRequest{Client: bootClient, KeyPEM: keyPEM, NodeName: o.NodeName, Timeout: o.Timeout}
 	req.OnCreated = func(name string, reused bool) {
-		verb := "created"
 		if reused {
-			verb = "found (same key as an earlier attempt)"
+			logf("csr         %s found: posted by an earlier attempt with this key (the name is a hash of key, subject and usages)", name)
+		} else {
+			logf("csr         %s created by %s, signer kubernetes.io/kube-apiserver-client-kubelet", name, who.Username)
 		}
-		logf("csr         %s %s by %s, signer kubernetes.io/kube-apiserver-client-kubelet", name, verb, who.Username)
 		switch o.Approve {
 		case ApproveManual:
 			logf("csr         waiting for you, in another terminal:  kubectl certificate approve %s", name)
@@ -160,11 +164,19 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	res.CSR, err = RequestNodeCertificate(ctx, req)
 	var denied *DeniedError
 	if errors.As(err, &denied) {
-		os.Remove(res.Creds.PendingKeyFile) // the next run gets a new key, hence a new CSR
+		os.Remove(res.Creds.PendingKeyFile)
+		return nil, fmt.Errorf("%w; a denied CSR stays denied: its key was discarded, so the next run makes a new key and a new CSR", err)
 	}
 	var timeout *TimeoutError
-	if errors.As(err, &timeout) && o.Approve == ApproveAuto && !hasGroup(res.Token.Groups, AutoApproveGroup) {
-		return nil, fmt.Errorf("%w; the token is not in group %s, so the controller-manager does not approve its CSRs: approve it with `kubectl certificate approve %s`, or use a token made by lab 03 (--auto-approve=true)", err, AutoApproveGroup, timeout.Name)
+	if errors.As(err, &timeout) {
+		switch {
+		case o.Approve == ApproveAuto && !hasGroup(res.Token.Groups, AutoApproveGroup):
+			return nil, fmt.Errorf("%w; the token is not in group %s, so the controller-manager does not approve its CSRs: approve it with `kubectl certificate approve %s`, or use a token made by lab 03 (--auto-approve=true)", err, AutoApproveGroup, timeout.Name)
+		case o.Approve == ApproveAuto:
+			return nil, fmt.Errorf("%w; the token may be auto-approved, so is the controller-manager running (its csrapproving controller)?", err)
+		default:
+			return nil, fmt.Errorf("%w; approve it (kubectl certificate approve %s) and run again: the key in %s is kept, so the next run finds this CSR", err, timeout.Name, res.Creds.PendingKeyFile)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -178,7 +190,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if err := VerifyClientCert(res.Cert, caPEM); err != nil {
 		return nil, fmt.Errorf("the issued certificate does not verify against the cluster CA: %w", err)
 	}
-	logf("certificate issued %s after the CSR: CN=%s O=%s, valid until %s, issuer %s",
+	logf("certificate issued %s after the CSR was posted: CN=%s O=%s, valid until %s, issuer %s",
 		res.CSR.Elapsed.Round(10*time.Millisecond), res.Cert.Subject.CommonName, strings.Join(res.Cert.Subject.Organization, ","),
 		res.Cert.NotAfter.Format(time.RFC3339), res.Cert.Issuer.CommonName)
 

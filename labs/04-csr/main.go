@@ -1,0 +1,87 @@
+// Lab 04 gets a node its own client certificate through the CSR API: an
+// ECDSA key, a CertificateSigningRequest for CN=system:node:NAME,
+// O=system:nodes posted with a bootstrap token, approval (by the
+// controller-manager, by us as admin, or by you), the issued certificate,
+// and a kubeconfig that logs in as system:node:NAME.
+//
+//	go run ./labs/04-csr                      # auto-approved
+//	go run ./labs/04-csr --approve=manual     # you run kubectl certificate approve
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/bootstrap"
+)
+
+type options struct {
+	kubeconfig string
+	nodeName   string
+	token      string
+	approve    string
+	timeout    time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
+	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to request with (default: make one; in the auto-approve group only for --approve=auto)")
+	flag.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
+	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		labenv.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, o options, out io.Writer) (*bootstrap.JoinResult, error) {
+	mode, err := bootstrap.ParseApproveMode(o.approve)
+	if err != nil {
+		return nil, err
+	}
+	if o.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout=%s: give a positive duration", o.timeout)
+	}
+	if o.token != "" {
+		if _, err := bootstrap.ParseToken(o.token); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := state.Ensure("nodes", o.nodeName)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "CSR for node %s at %s (approve: %s)\n", o.nodeName, cfg.Host, mode)
+	res, err := bootstrap.Join(ctx, bootstrap.JoinOptions{
+		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir,
+		Approve: mode, Timeout: o.timeout,
+		Force: true, // this lab is about the CSR: always ask for a new certificate
+		Log:   func(f string, a ...any) { fmt.Fprintf(out, "  "+f+"\n", a...) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := res.Creds
+	fmt.Fprintf(out, `look at it:
+  openssl x509 -noout -subject -issuer -dates -ext extendedKeyUsage -in %s
+  kubectl get csr %s
+  kubectl --kubeconfig %s auth whoami
+`, c.CertFile, res.CSR.Name, c.Kubeconfig)
+	return res, nil
+}
