@@ -33,10 +33,10 @@ var Binaries = []Binary{
 	{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", ColdEstimate: time.Minute},
 }
 
-// versionLDFlags stamp component-base/version, else the binaries report
-// v0.0.0-master and kubectl warns about skew.
-var versionLDFlags = strings.Join([]string{
-	"-s", "-w",
+// VersionLDFlags stamp component-base/version, else the binaries report
+// v0.0.0-master and kubectl warns about skew. Labs that run upstream code
+// in-process (the fake node) are built with them too (boot.sh, tests).
+var VersionLDFlags = strings.Join([]string{
 	"-X", "k8s.io/component-base/version.gitVersion=" + KubernetesVersion,
 	"-X", "k8s.io/component-base/version.gitMajor=1",
 	"-X", "k8s.io/component-base/version.gitMinor=36",
@@ -99,7 +99,7 @@ func EnsureBinaries(moduleRoot, binDir string, progress io.Writer) error {
 
 func goBuild(moduleRoot, binDir string, b Binary) error {
 	tmp := filepath.Join(binDir, "."+b.Name+".tmp")
-	cmd := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", tmp, b.Package)
+	cmd := exec.Command("go", "build", "-ldflags", "-s -w "+VersionLDFlags, "-o", tmp, b.Package)
 	cmd.Dir = moduleRoot
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

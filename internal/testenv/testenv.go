@@ -48,6 +48,7 @@ var (
 // test started one) and exits with the tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
+	removeBuiltLabs()
 	if err := shutdown(code != 0); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		if code == 0 {

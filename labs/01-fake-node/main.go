@@ -1,0 +1,201 @@
+// Lab 01 runs a fake node: the real kubelet (v1.36.3) in this process, with
+// our mock CRI and fake cAdvisor at its edges. It bootstraps its own
+// system:node:NAME certificate through a CSR, registers a Node that becomes
+// Ready, renews its Lease, and runs the pods bound to it.
+//
+//	go run ./labs/01-fake-node               # or ./boot.sh
+//	kubectl apply -f yaml/nginx.yaml         # a pod with nodeName: fake-node-1
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/mylib/fakenode"
+)
+
+type options struct {
+	nodeName      string
+	kubeconfig    string
+	criEndpoint   string
+	address       string
+	port          int
+	nodeIP        string
+	leaseDuration time.Duration
+	maxPods       int
+	cpus          int
+	memory        string
+	readyTimeout  time.Duration
+	approveServe  bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.nodeName, "node-name", "fake-node-1", "name of the Node (and of its certificate, system:node:NAME)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "credentials used once to bootstrap the node's own certificate (default $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
+	flag.StringVar(&o.address, "address", "127.0.0.1", "address the kubelet server listens on; use the node IP for kubectl logs/exec through the apiserver")
+	flag.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
+	flag.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: the kubelet detects the host's address; loopback is refused)")
+	flag.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
+	flag.IntVar(&o.maxPods, "max-pods", 110, "pods this node accepts")
+	flag.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
+	flag.StringVar(&o.memory, "memory", "8Gi", "memory of the fake machine")
+	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "give up if the node is not Ready by then")
+	flag.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the bootstrap credentials (needed for kubectl logs/exec)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		labenv.Fatal(err)
+	}
+}
+
+func run(o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.kubeconfig == "" {
+		var err error
+		if o.kubeconfig, err = labenv.Kubeconfig(); err != nil {
+			return err
+		}
+	}
+	if _, err := labenv.RESTConfig(ctx, o.kubeconfig); err != nil {
+		return err
+	}
+	mem, err := resource.ParseQuantity(o.memory)
+	if err != nil {
+		return fmt.Errorf("--memory %q: %w", o.memory, err)
+	}
+	if o.port == 0 {
+		if o.port, err = freePort(); err != nil {
+			return err
+		}
+	} else if err := portFree(o.address, o.port); err != nil {
+		return err
+	}
+	dir, err := state.Ensure("nodes", o.nodeName)
+	if err != nil {
+		return err
+	}
+	logFile := filepath.Join(dir, "kubelet.log")
+	if err := logToFile(logFile); err != nil {
+		return err
+	}
+	defer klog.Flush()
+
+	start := time.Now()
+	node, err := fakenode.Start(ctx, fakenode.Config{
+		NodeName: o.nodeName, Dir: dir, BootstrapKubeconfig: o.kubeconfig, CRIEndpoint: o.criEndpoint,
+		Address: o.address, Port: o.port, NodeIP: o.nodeIP, NodeLeaseDuration: o.leaseDuration, MaxPods: o.maxPods, CPUs: o.cpus, MemoryBytes: uint64(mem.Value()),
+	})
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+	cfg := node.Config()
+	runtime := cfg.CRIEndpoint
+	if node.CRI() != nil {
+		runtime = node.CRI().Endpoint() + " (our mock CRI)"
+	}
+	fmt.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  server      https://%s\n",
+		o.nodeName, kubeletVersion(), runtime, logFile, net.JoinHostPort(o.address, fmt.Sprint(o.port)))
+
+	if o.approveServe {
+		go approveServingCSRs(ctx, o.kubeconfig, o.nodeName)
+	}
+
+	w := &watcher{nodeName: o.nodeName, start: start}
+	ready := make(chan error, 1)
+	go func() { ready <- w.waitReady(ctx, cfg, o.readyTimeout) }()
+
+	select {
+	case err := <-ready:
+		if err != nil {
+			return fmt.Errorf("%w (kubelet log: %s)", err, logFile)
+		}
+	case err := <-node.Err():
+		return kubeletFailed(err, logFile)
+	}
+
+	fmt.Printf("\npods bound to %s appear below; try:\n  kubectl apply -f yaml/nginx.yaml\n  kubectl get pods -o wide\n  kubectl delete -f yaml/nginx.yaml\nPress Ctrl-C to stop the node.\n\n", o.nodeName)
+	client, err := nodeClient(cfg)
+	if err != nil {
+		return err
+	}
+	go w.watchPods(ctx, client)
+
+	select {
+	case <-ctx.Done():
+		fmt.Printf("\nstopping %s. The Node object stays and turns NotReady after the grace period; remove it with: kubectl delete node %s\n", o.nodeName, o.nodeName)
+		return nil
+	case err := <-node.Err():
+		return kubeletFailed(err, logFile)
+	}
+}
+
+// kubeletVersion is what the Node will report. Release builds stamp it with
+// -ldflags -X (upstream hack/lib/version.sh); `go run` cannot, so it shows
+// v0.0.0-master — boot.sh builds with the stamp.
+func kubeletVersion() string { return version.Get().GitVersion }
+
+func kubeletFailed(err error, logFile string) error {
+	if err == nil {
+		err = errors.New("stopped")
+	}
+	return fmt.Errorf("the kubelet exited: %w (kubelet log: %s)", err, logFile)
+}
+
+// nodeClient uses the node's own credentials, written by the TLS bootstrap.
+func nodeClient(cfg fakenode.Config) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// logToFile sends the kubelet's klog output (thousands of lines) to a file,
+// so the terminal shows only what the lab teaches.
+func logToFile(path string) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "log_file": path, "one_output": "true", "stderrthreshold": "FATAL"} {
+		if err := fs.Set(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(address string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(address, fmt.Sprint(port)))
+	if err != nil {
+		return fmt.Errorf("--port %d is not usable on %s (%v); pick another, or 0 for a free one", port, address, err)
+	}
+	return l.Close()
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kubelet-labs/internal/controlplane"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// fakeNode starts the lab as a learner would (the built program) against
+// the test control plane, with a private state folder.
+func fakeNode(t *testing.T, name string, extra ...string) (*testenv.Program, string) {
+	cp := testenv.ControlPlane(t)
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	stateDir := t.TempDir()
+	args := append([]string{"--node-name=" + name, "--lease-duration=20s"}, extra...)
+	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()}, args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(stateDir, "nodes", name, "kubelet.log"))
+			t.Logf("end of the kubelet log:\n%s", tail(string(log), 40))
+		}
+	})
+	p.WaitFor(t, "Node "+name+" is Ready", 3*time.Minute)
+	return p, filepath.Join(stateDir, "nodes", name)
+}
+
+func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
+	const name = "fake-node-test"
+	_, nodeDir := fakeNode(t, name)
+	admin := testenv.AdminClient(t)
+	ctx := context.Background()
+
+	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nodeReady(node) {
+		t.Fatalf("node conditions %v", node.Status.Conditions)
+	}
+	if v := node.Status.NodeInfo.KubeletVersion; v != controlplane.KubernetesVersion {
+		t.Errorf("kubelet version %q, want %s", v, controlplane.KubernetesVersion)
+	}
+	if !strings.HasPrefix(node.Status.NodeInfo.ContainerRuntimeVersion, "fakecri://") {
+		t.Errorf("runtime %q, want our mock CRI", node.Status.NodeInfo.ContainerRuntimeVersion)
+	}
+
+	// The node's own identity, from the certificate the TLS bootstrap got.
+	nodeCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(nodeDir, "kubelet.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient := kubernetes.NewForConfigOrDie(nodeCfg)
+	review, err := nodeClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := review.Status.UserInfo.Username; u != "system:node:"+name {
+		t.Errorf("the node authenticates as %q, want system:node:%s", u, name)
+	}
+	if info, err := os.Stat(filepath.Join(nodeDir, "pki", "kubelet-client-current.pem")); err != nil || info.Mode().Perm()&0o077 != 0 {
+		t.Errorf("client key/cert file: %v %v", info, err)
+	}
+
+	// The Lease is renewed: every 5 s with --lease-duration=20s.
+	var lease *coordinationv1.Lease
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		lease, err = admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no Lease for the node: %v", err)
+	}
+	first := lease.Spec.RenewTime.Time
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, false, func(ctx context.Context) (bool, error) {
+		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.After(first), nil
+	})
+	if err != nil {
+		t.Errorf("the lease was not renewed within 30s (renewTime %s)", first)
+	}
+	if *lease.Spec.HolderIdentity != name || *lease.Spec.LeaseDurationSeconds != 20 {
+		t.Errorf("lease holder %q duration %d", *lease.Spec.HolderIdentity, *lease.Spec.LeaseDurationSeconds)
+	}
+
+	// yaml/nginx.yaml, bound to this node: Running, then deleted.
+	pod := loadNginx(t)
+	pod.Spec.NodeName = name
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, admin, "default", pod.Name, corev1.PodRunning)
+	if err := admin.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatal("the pod was not deleted by the node within 60s")
+	}
+}
+
+// TestPodStartupLatency measures pod create → Running on one fake node
+// over 50 pods (reported, not asserted: timing is not a pass/fail here).
+// Running is observed through a watch, so the measurement is not limited
+// by polling or client-side throttling.
+func TestPodStartupLatency(t *testing.T) {
+	const name, pods = "fake-node-latency", 50
+	p, _ := fakeNode(t, name)
+	cfg := testenv.AdminConfig(t)
+	cfg.QPS, cfg.Burst = 200, 400
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "latency-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+
+	w, err := admin.CoreV1().Pods(ns.Name).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	created := map[string]time.Time{}
+	for i := 0; i < pods; i++ {
+		pod := loadNginx(t)
+		pod.Name, pod.Namespace, pod.Spec.NodeName = fmt.Sprintf("nginx-%d", i), ns.Name, name
+		created[pod.Name] = time.Now()
+		if _, err := admin.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := map[string]time.Duration{}
+	for len(running) < pods {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed with %d/%d pods Running", len(running), pods)
+			}
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Status.Phase == corev1.PodRunning {
+				if _, seen := running[pod.Name]; !seen {
+					running[pod.Name] = time.Since(created[pod.Name])
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("only %d/%d pods Running after 3m", len(running), pods)
+		}
+	}
+	var lat []time.Duration
+	for _, d := range running {
+		lat = append(lat, d)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("pod create -> Running over %d pods: p50 %s, p99 %s, max %s", len(lat),
+		lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	t.Logf("fake node RSS with %d pods: %s", pods, rss(p.Cmd.Process.Pid))
+}
+
+func TestNoClusterIsAClearError(t *testing.T) {
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	out, code := testenv.RunProgram(t, bin, []string{"LABS_STATE_DIR=" + t.TempDir(), "KUBECONFIG=" + filepath.Join(t.TempDir(), "missing")})
+	if code == 0 || !strings.Contains(out, "bad kubeconfig") || strings.Contains(out, "panic") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestBootScript: shellcheck-clean, and it stamps the same version as the
+// control plane build.
+func TestBootScript(t *testing.T) {
+	root, err := state.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "boot.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `ldflags="`+controlplane.VersionLDFlags+`"`) {
+		t.Errorf("boot.sh's ldflags differ from controlplane.VersionLDFlags (%s)", controlplane.VersionLDFlags)
+	}
+	shellcheck, err := exec.LookPath("shellcheck")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("shellcheck is not installed (apt-get install shellcheck); CI must have it")
+		}
+		t.Skip("shellcheck not installed: apt-get install shellcheck")
+	}
+	if out, err := exec.Command(shellcheck, filepath.Join(root, "boot.sh")).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck boot.sh: %v\n%s", err, out)
+	}
+}
+
+func loadNginx(t *testing.T) *corev1.Pod {
+	root, err := state.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "yaml", "nginx.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*corev1.Pod)
+}
+
+func waitPhase(t *testing.T, c kubernetes.Interface, ns, name string, phase corev1.PodPhase) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == phase, nil
+	})
+	if err != nil {
+		t.Errorf("pod %s/%s not %s within 2m", ns, name, phase)
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func rss(pid int) string {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:"))
+		}
+	}
+	return "?"
+}

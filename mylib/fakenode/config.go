@@ -1,0 +1,113 @@
+package fakenode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config describes one fake node.
+type Config struct {
+	// NodeName is the Node object's name and the certificate's CN suffix
+	// (system:node:NodeName).
+	NodeName string
+	// Dir holds everything of this node: kubelet root dir, pki/, logs,
+	// the kubelet kubeconfig, static pods, the mock CRI's socket.
+	Dir string
+	// BootstrapKubeconfig holds the credentials used once, to request the
+	// node's client certificate (a bootstrap token, or an admin kubeconfig).
+	BootstrapKubeconfig string
+	// CRIEndpoint is the runtime to use ("unix:///…"); empty = start our
+	// mock CRI in-process on Dir/cri.sock.
+	CRIEndpoint string
+	// Address is where the kubelet server listens (default 127.0.0.1) and
+	// Port its port. The apiserver reaches a kubelet (logs, exec) at the
+	// node's InternalIP, so `kubectl logs` works only when Address is that IP.
+	Address string
+	Port    int
+	// NodeIP is the InternalIP the node reports; empty = the kubelet detects
+	// the host's address (it refuses loopback addresses).
+	NodeIP string
+	// NodeLeaseDuration is the Lease's duration; the kubelet renews it every
+	// quarter of it (10 s for the default 40 s).
+	NodeLeaseDuration time.Duration
+	// MaxPods, CPUs and MemoryBytes describe the fake machine.
+	MaxPods     int
+	CPUs        int
+	MemoryBytes uint64
+
+	// shortDir is Dir, or a short symlink to it when Dir is too long for
+	// the unix sockets the kubelet creates under its root dir.
+	shortDir string
+}
+
+func (c *Config) setDefaults() error {
+	if c.NodeName == "" || c.Dir == "" || c.BootstrapKubeconfig == "" {
+		return fmt.Errorf("fakenode: NodeName, Dir and BootstrapKubeconfig are required")
+	}
+	if c.Address == "" {
+		c.Address = "127.0.0.1"
+	}
+	if c.NodeLeaseDuration == 0 {
+		c.NodeLeaseDuration = 40 * time.Second
+	}
+	if c.MaxPods == 0 {
+		c.MaxPods = 110
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 4
+	}
+	if c.MemoryBytes == 0 {
+		c.MemoryBytes = 8 << 30
+	}
+	return nil
+}
+
+// maxSocketBase is how long Dir may be: a unix socket path has at most 107
+// bytes, and the kubelet's longest is <root>/kubelet/pod-resources/kubelet.sock.
+const maxSocketBase = 107 - len("/kubelet/pod-resources/kubelet.sock") - 10
+
+// shortenDir gives the node a short path to its folder. A repository
+// cloned deep in a home folder makes .labs/nodes/NAME/kubelet/... too long
+// for bind(2), and the kubelet exits (os.Exit) when its pod-resources
+// socket cannot be created. A symlink in the temp folder keeps the data
+// where it is and the socket paths short.
+func (c *Config) shortenDir() error {
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return err
+	}
+	c.Dir = abs
+	if len(abs) <= maxSocketBase {
+		c.shortDir = abs
+		return nil
+	}
+	sum := sha256.Sum256([]byte(abs))
+	link := filepath.Join(os.TempDir(), "kubelet-labs-"+hex.EncodeToString(sum[:6]))
+	if target, err := os.Readlink(link); err == nil && target == abs {
+		c.shortDir = link
+		return nil
+	}
+	os.Remove(link)
+	if err := os.Symlink(abs, link); err != nil {
+		return fmt.Errorf("node folder %s is too long for unix sockets and a short link failed: %w; set LABS_STATE_DIR to a shorter path", abs, err)
+	}
+	c.shortDir = link
+	return nil
+}
+
+// Paths inside Dir.
+func (c *Config) RootDir() string    { return filepath.Join(c.shortDir, "kubelet") }
+func (c *Config) CertDir() string    { return filepath.Join(c.Dir, "pki") }
+func (c *Config) Kubeconfig() string { return filepath.Join(c.Dir, "kubelet.kubeconfig") }
+func (c *Config) CAFile() string     { return filepath.Join(c.Dir, "pki", "ca.crt") }
+func (c *Config) StaticPodDir() string {
+	return filepath.Join(c.Dir, "manifests")
+}
+func (c *Config) PodLogsDir() string { return filepath.Join(c.Dir, "pod-logs") }
+func (c *Config) MockCRISocket() string {
+	return filepath.Join(c.shortDir, "cri.sock")
+}

@@ -1,0 +1,18 @@
+// Package fakenode runs the real kubelet (k8s.io/kubernetes v1.36.3) as a
+// "fake node": the kubelet's own start-up path (kubeletapp.Run: TLS
+// bootstrap through a CSR, client certificate rotation, node registration,
+// node status, the node lease, the pod workers, the kubelet server with
+// authentication and authorization) with fakes only at the edges — our mock
+// CRI (mylib/fakecri) on a unix socket, our fake cAdvisor
+// (mylib/fakecadvisor), a stub container manager and fake mounts.
+//
+// This is what kubemark's hollow node does (pkg/kubemark/hollow_kubelet.go
+// and cmd/kubemark/app/hollow_node.go, v1.36.3), rebuilt compactly so that
+// nothing writes outside the node's own folder, every server is TLS with
+// client authentication on 127.0.0.1, and the node authenticates with its
+// own system:node:NAME certificate obtained through the kubelet's real TLS
+// bootstrap — the modern replacement for "patch the kubelet source".
+//
+// The kubelet's goroutines do not all stop when its context ends: a node
+// lives as long as its process. Run one node per process (lab 01 does).
+package fakenode
