@@ -6,10 +6,14 @@ TEST_TIMEOUT ?= 45m
 
 .PHONY: test race build clean
 
-## test: every test against real components, then the race detector on our own concurrent code
+## test: every test against real components, the race detector on our own
+## concurrent code, and the VM files (vm.yaml, kind config) validated with
+## Lima's and kind's own Go packages (a nested module: their dependencies
+## would move versions the Kubernetes build relies on)
 test:
 	go test -timeout $(TEST_TIMEOUT) ./...
-	go test -race -timeout $(TEST_TIMEOUT) ./mylib/... ./mycore/...
+	go test -race -timeout $(TEST_TIMEOUT) ./mylib/fakecri/... ./mylib/fakecadvisor/... ./mycore/...
+	cd hack/envcheck && go test -timeout $(TEST_TIMEOUT) ./...
 
 ## build: build the control plane binaries into the state folder (.labs/bin)
 build:

@@ -239,10 +239,18 @@ func assertGone(t *testing.T, pids map[string]int, ports []int) {
 			t.Errorf("%s (pid %d) is still running", name, pid)
 		}
 	}
+	// A port in use now may belong to another test that picked the same
+	// free port since; only a listener that is ours (one of the killed
+	// components, or the lab) is a leak.
+	ours := map[int]string{}
+	for name, pid := range pids {
+		ours[pid] = name
+	}
 	for _, port := range ports {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
-			c.Close()
-			t.Errorf("something still listens on port %d", port)
+		for _, pid := range testenv.ListeningPids(port) {
+			if name, ok := ours[pid]; ok {
+				t.Errorf("%s (pid %d) still listens on port %d", name, pid, port)
+			}
 		}
 	}
 }
