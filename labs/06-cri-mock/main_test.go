@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"kubelet-labs/internal/state"
+)
+
+// patient bounds waits for things that take milliseconds; generous so a
+// loaded CI machine never flakes.
+const patient = 30 * time.Second
+
+// TestMain lets a test re-run this binary as the lab itself (LAB06_MAIN=1),
+// to check exit codes and signal handling of the real main.
+func TestMain(m *testing.M) {
+	if os.Getenv("LAB06_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer collects the lab's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "lab06")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patient)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startLab runs the lab in-process until the test ends.
+func startLab(t *testing.T, args ...string) (*syncBuffer, string) {
+	t.Helper()
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "mockcri.sock")
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"-socket", sock}, args...), out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("lab: %v", err)
+		}
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Errorf("socket %s left behind", sock)
+		}
+	})
+	eventually(t, "the lab to serve", func() bool { return strings.Contains(out.String(), "CRI calls appear below") })
+	return out, sock
+}
+
+// crictlPath returns a built crictl, building it once (under a file lock,
+// since packages test in parallel) with scripts/build-crictl.sh. It never
+// skips: without crictl the test fails and says how to build it.
+func crictlPath(t *testing.T) string {
+	t.Helper()
+	root, err := state.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir, err := state.Ensure("bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "crictl")
+	how := "build it with: " + filepath.Join(root, "scripts", "build-crictl.sh")
+	lock, err := os.OpenFile(filepath.Join(binDir, ".crictl.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	t.Logf("crictl missing at %s; building it (about a minute)", bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "build-crictl.sh"))
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building crictl failed: %v\n%s\n%s", err, b, how)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("crictl still missing at %s; %s", bin, how)
+	}
+	return bin
+}
+
+// TestCrictlAgainstTheLab is the lab's README walk-through, run by crictl
+// (cri-tools v1.34.0) against the lab's socket.
+func TestCrictlAgainstTheLab(t *testing.T) {
+	crictl := crictlPath(t) // before LABS_STATE_DIR moves: crictl lives in the real state folder
+	stateDir := shortDir(t)
+	t.Setenv("LABS_STATE_DIR", stateDir)
+	out, _ := startLab(t)
+	labDir := filepath.Join(stateDir, "06-cri-mock")
+
+	cc := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), patient)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, crictl, args...)
+		cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE="+filepath.Join(labDir, "crictl.yaml"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("crictl %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	want := func(what, got string, re string) {
+		t.Helper()
+		if !regexp.MustCompile(re).MatchString(got) {
+			t.Fatalf("%s: output does not match %q:\n%s", what, re, got)
+		}
+	}
+	exitCode := func(id string) string {
+		return strings.TrimSpace(cc("inspect", "-o", "go-template", "--template", "{{.status.exitCode}} {{.status.reason}}", id))
+	}
+
+	want("version", cc("version"), `(?m)^RuntimeName:\s+fakecri$[\s\S]*^RuntimeApiVersion:\s+v1$`)
+	var info struct {
+		Status struct {
+			Conditions []struct {
+				Type   string `json:"type"`
+				Status bool   `json:"status"`
+			} `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(cc("info")), &info); err != nil || len(info.Status.Conditions) != 2 || !info.Status.Conditions[0].Status {
+		t.Fatalf("info: %+v %v", info, err)
+	}
+	want("pull", cc("pull", "busybox"), `Image is up to date for sha256:[0-9a-f]{64}`)
+	want("images", cc("images"), `docker.io/library/busybox\s+latest`)
+
+	pod := strings.TrimSpace(cc("runp", filepath.Join(labDir, "pod.json")))
+	want("runp", pod, `^[0-9a-f]{64}$`)
+	ctr := strings.TrimSpace(cc("create", pod, filepath.Join(labDir, "container.json"), filepath.Join(labDir, "pod.json")))
+	want("create", ctr, `^[0-9a-f]{64}$`)
+	cc("start", ctr)
+	want("ps", cc("ps"), ctr[:13]+`\s+docker.io/library/busybox:latest\s+.*Running\s+hello\s+0\s+`+pod[:13]+`\s+hello\s+lab06`)
+	want("pods", cc("pods"), pod[:13]+`\s+.*Ready\s+hello\s+lab06`)
+	want("inspect", cc("inspect", ctr), `"state": "CONTAINER_RUNNING"`)
+	want("inspectp", cc("inspectp", pod), `"ip": "10\.88\.`)
+
+	want("exec -s", cc("exec", "-s", ctr, "sh", "-c", "echo hi from $HOSTNAME"), `^hi from hello\n`)
+	want("exec (streaming)", cc("exec", ctr, "cat", "/etc/resolv.conf"), `nameserver 10\.96\.0\.10`)
+	want("exec -i (stdin)", ccStdin(t, crictl, labDir, "piped through crictl\n", "exec", "-i", ctr, "cat"), `^piped through crictl\n$`)
+	eventually(t, "the first log lines", func() bool { return strings.Contains(cc("logs", ctr), "tick") })
+	want("logs", cc("logs", ctr), `^hello from the mock runtime\ntick\n`)
+	want("stats", cc("stats", "-a"), ctr[:13]+`\s+hello\s+[0-9.]+\s+[0-9.]+MB`)
+
+	stub := strings.TrimSpace(cc("create", pod, filepath.Join(labDir, "ignore-sigterm.json"), filepath.Join(labDir, "pod.json")))
+	cc("start", stub)
+	eventually(t, "the stubborn container's first line", func() bool { return strings.Contains(cc("logs", stub), "ignoring SIGTERM") })
+	began := time.Now()
+	cc("stop", "--timeout", "2", stub)
+	if took := time.Since(began); took < 2*time.Second {
+		t.Fatalf("stop --timeout 2 of a SIGTERM-ignoring container returned after %s", took)
+	}
+	if got := exitCode(stub); got != "137 Error" {
+		t.Fatalf("stubborn container: %q, want 137 Error", got)
+	}
+	cc("stop", "--timeout", "20", ctr)
+	if got := exitCode(ctr); got != "143 Error" {
+		t.Fatalf("container: %q, want 143 Error", got)
+	}
+	want("ps -a", cc("ps", "-a", "--state", "exited", "-q"), ctr+"\n")
+
+	cc("rm", ctr, stub)
+	want("stopp", cc("stopp", pod), "Stopped sandbox "+pod)
+	want("rmp", cc("rmp", pod), "Removed sandbox "+pod)
+	if got := cc("pods", "-q"); got != "" {
+		t.Fatalf("pods left: %q", got)
+	}
+	// The lab printed the calls as they arrived.
+	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "Exec ", "StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox"} {
+		if !strings.Contains(out.String(), call) {
+			t.Errorf("lab output lacks %s", call)
+		}
+	}
+}
+
+func ccStdin(t *testing.T, crictl, labDir, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patient)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, crictl, args...)
+	cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE="+filepath.Join(labDir, "crictl.yaml"))
+	cmd.Stdin = strings.NewReader(stdin)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crictl %v: %v", args, err)
+	}
+	return string(b)
+}
+
+// labProcess runs this test binary as the lab's real main.
+func labProcess(t *testing.T, stateDir string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "LAB06_MAIN=1", "LABS_STATE_DIR="+stateDir)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, out
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(patient):
+		t.Fatal("lab did not exit")
+		return -1
+	}
+}
+
+func TestSIGTERMStopsCleanly(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "cri.sock")
+	cmd, out := labProcess(t, dir, "-socket", sock)
+	eventually(t, "the lab to serve", func() bool { return strings.Contains(out.String(), "CRI calls appear below") })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, out.String())
+	}
+	for _, p := range []string{sock, filepath.Join(dir, "cri-control.sock")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s left behind", p)
+		}
+	}
+}
+
+func TestSocketInUseFails(t *testing.T) {
+	_, sock := startLab(t)
+	cmd, out := labProcess(t, shortDir(t), "-socket", sock)
+	if code := waitExit(t, cmd); code == 0 {
+		t.Fatalf("second lab on a live socket exited 0:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "in use by a live server") {
+		t.Fatalf("unclear error:\n%s", out.String())
+	}
+}
+
+func TestUnwritableFolderFails(t *testing.T) {
+	dir := shortDir(t)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	// A folder under a regular file can never be created, even by root
+	// (for whom permission bits do not stop anything).
+	for name, c := range map[string]struct{ state, socket, want string }{
+		"socket folder": {dir, filepath.Join(file, "cri.sock"), "cannot create socket folder"},
+		"state folder":  {filepath.Join(file, "state"), filepath.Join(dir, "cri.sock"), "not usable"},
+	} {
+		cmd, out := labProcess(t, c.state, "-socket", c.socket)
+		if code := waitExit(t, cmd); code == 0 || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%s: exit %d, output:\n%s", name, code, out.String())
+		}
+	}
+}
