@@ -17,13 +17,7 @@ import (
 // TestMain fails the package if any test leaks a goroutine: processes,
 // execs, streaming sessions and servers must all end on Close/Stop.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The SPDY/WebSocket client libraries keep idle connection readers
-		// for a moment after a session; they are not ours.
-		goleak.IgnoreTopFunction("k8s.io/streaming/pkg/httpstream/spdy.(*connection).monitorConnection"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // patient is how long tests wait for something that should take
