@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	socket := fs.String("socket", "", "CRI socket path (default: <state>/mockcri.sock; state is .labs/ or $LABS_STATE_DIR)")
 	events := fs.Bool("events", false, "also print container events (what GetContainerEvents streams to the evented PLEG)")
 	quiet := fs.Bool("quiet", false, "do not print CRI calls")
+	allCalls := fs.Bool("all-calls", false, "also print Version and ImageFsInfo, which crictl sends on every connection")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	var opts []fakecri.Option
 	if !*quiet {
 		opts = append(opts, fakecri.WithCallObserver(func(c fakecri.Call) {
+			if !*allCalls && (c.Method == "Version" || c.Method == "ImageFsInfo") {
+				return
+			}
 			result := "ok"
 			if c.Err != nil {
 				result = "error: " + c.Err.Error()
@@ -133,7 +137,8 @@ In another terminal, from the repository root:
   $C stop --timeout 10 $CTR             # dies on SIGTERM at once: 143
   $C rm $CTR $STUB && $C stopp $POD && $C rmp $POD
 
-CRI calls appear below as they arrive. Ctrl-C stops the runtime.
+CRI calls appear below as they arrive (-all-calls adds the Version and
+ImageFsInfo calls crictl makes on every connection). Ctrl-C stops the runtime.
 
 `, rel(labDir), srv.Endpoint(), rel(crictl), rel(labDir))
 }
