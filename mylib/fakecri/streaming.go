@@ -2,7 +2,6 @@ package fakecri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -186,6 +185,10 @@ func (s streamRuntime) Attach(ctx context.Context, id string, in io.Reader, out,
 	defer stop()
 	r := s.r
 	r.mu.RLock()
+	if err := r.checkOpen(); err != nil {
+		r.mu.RUnlock()
+		return err
+	}
 	full, err := resolveID(r.containers, "container", id)
 	if err != nil {
 		r.mu.RUnlock()
@@ -258,10 +261,9 @@ func (s streamRuntime) PortForward(ctx context.Context, sandboxID string, port i
 	if h := r.opts.portForwardHook; h != nil {
 		return h(ctx, sandboxID, port, stream)
 	}
-	_, err := io.Copy(stream, stream)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		return nil // the peer hung up; nothing to report
-	}
+	// An error here only means the peer hung up or the runtime closed
+	// the stream; neither is worth reporting to the streaming server.
+	io.Copy(stream, stream)
 	return nil
 }
 
