@@ -25,13 +25,21 @@ if [[ "${1:-}" == "--force" ]]; then
 	force=true
 fi
 
+mkdir -p "${bin_dir}"
+
+# One build at a time: tests of several packages may call this in parallel.
+# (util-linux flock; without it, the atomic rename below still keeps the
+# binary whole, two builds just waste time.)
+if command -v flock >/dev/null; then
+	exec 9>"${bin_dir}/.crictl-build.lock"
+	flock 9
+fi
+
 if [[ "${force}" == false && -x "${out}" ]] &&
 	"${out}" --version 2>/dev/null | grep -q "${CRI_TOOLS_VERSION#v}"; then
 	echo "crictl ${CRI_TOOLS_VERSION} already built: ${out}"
 	exit 0
 fi
-
-mkdir -p "${bin_dir}"
 
 # Resolve the module directory in the module cache (downloads it if needed).
 mod_dir="$(
