@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/bootstrap"
+	"kubelet-labs/mycore/node"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// startLab runs the lab's run() until the node is Ready and stops it when
+// the test ends.
+func startLab(t *testing.T, name string, edit func(*options)) (*joined, *syncBuffer) {
+	t.Helper()
+	cp := testenv.ControlPlane(t)
+	t.Setenv("LABS_STATE_DIR", t.TempDir())
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, leaseSeconds: 40, statusEvery: 10 * time.Second, timeout: time.Minute}
+	if edit != nil {
+		edit(&o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	ready := make(chan *joined, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, o, out, func(j *joined) { ready <- j }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run %s: %v", name, err)
+		}
+		t.Logf("lab output for %s:\n%s", name, out)
+	})
+	select {
+	case j := <-ready:
+		return j, out
+	case err := <-errc:
+		errc <- err
+		t.Fatalf("run %s ended before Ready: %v\n%s", name, err, out)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s not Ready after 90s:\n%s", name, out)
+	}
+	return nil, nil
+}
+
+// TestJoinToReady: the whole join; what kubectl then sees.
+func TestJoinToReady(t *testing.T) {
+	ctx := context.Background()
+	j, _ := startLab(t, "t05-join", nil)
+	t.Logf("token → Ready in %s", j.elapsed)
+	if !j.created || !j.join.TokenCreated || j.join.Skipped || !strings.HasPrefix(j.join.CSR.Approval, "AutoApproved") {
+		t.Errorf("created=%v token=%v skipped=%v approval=%q", j.created, j.join.TokenCreated, j.join.Skipped, j.join.CSR.Approval)
+	}
+	if j.join.Node.Username != "system:node:t05-join" {
+		t.Errorf("node identity %s", j.join.Node.Username)
+	}
+	admin := testenv.AdminClient(t)
+	n, err := admin.CoreV1().Nodes().Get(ctx, "t05-join", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[v1.NodeConditionType]int{}
+	for _, c := range n.Status.Conditions {
+		seen[c.Type]++
+	}
+	for _, ct := range []v1.NodeConditionType{v1.NodeReady, v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		if seen[ct] != 1 {
+			t.Errorf("condition %s appears %d times", ct, seen[ct])
+		}
+	}
+	if c := node.GetCondition(&n.Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue || c.Reason != "KubeletReady" {
+		t.Errorf("Ready condition %+v", c)
+	}
+	// (The node lifecycle controller may add node.kubernetes.io/not-ready
+	// until it has seen Ready=True; ours must be there.)
+	hasTaint := false
+	for _, taint := range n.Spec.Taints {
+		hasTaint = hasTaint || taint.MatchTaint(&node.NoRuntimeTaint)
+	}
+	if n.Labels[node.LabLabel] == "" || n.Labels[v1.LabelHostname] != "t05-join" || !hasTaint {
+		t.Errorf("labels %v taints %v", n.Labels, n.Spec.Taints)
+	}
+	if n.Status.NodeInfo.KubeletVersion != node.KubeletVersion || n.Status.Capacity.Pods().Value() != 110 {
+		t.Errorf("nodeInfo %+v capacity %v", n.Status.NodeInfo, n.Status.Capacity)
+	}
+	l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "t05-join", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *l.Spec.HolderIdentity != "t05-join" || *l.Spec.LeaseDurationSeconds != 40 || len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID {
+		t.Errorf("lease holder %s duration %d owners %+v", *l.Spec.HolderIdentity, *l.Spec.LeaseDurationSeconds, l.OwnerReferences)
+	}
+}
+
+// TestLeaseRenewsEveryTenSeconds: renew = 0.25 × 40 s = 10 s, and over ~15 s
+// the apiserver sees one or two Lease updates, not a hot loop.
+func TestLeaseRenewsEveryTenSeconds(t *testing.T) {
+	ctx := context.Background()
+	j, _ := startLab(t, "t05-lease", nil)
+	if j.agent.RenewInterval != 10*time.Second {
+		t.Fatalf("renew interval %s, want 10s", j.agent.RenewInterval)
+	}
+	admin := testenv.AdminClient(t)
+	w, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=t05-lease"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var renewals []time.Time
+	deadline := time.After(15 * time.Second)
+loop:
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && ev.Type == watch.Modified {
+				renewals = append(renewals, l.Spec.RenewTime.Time)
+			}
+		case <-deadline:
+			break loop
+		}
+	}
+	t.Logf("%d Lease updates in 15s: %v", len(renewals), renewals)
+	if len(renewals) < 1 || len(renewals) > 3 {
+		t.Errorf("%d Lease updates in 15s, want 1-2 (one per 10s)", len(renewals))
+	}
+	for i := 1; i < len(renewals); i++ {
+		if d := renewals[i].Sub(renewals[i-1]); d < 9*time.Second || d > 11*time.Second {
+			t.Errorf("renewals %s apart, want ~10s (jitter is 4%%)", d)
+		}
+	}
+}
+
+// TestNodeCannotTouchAnotherNode: the Node authorizer and NodeRestriction
+// keep system:node:A away from node B, while A may change itself.
+func TestNodeCannotTouchAnotherNode(t *testing.T) {
+	ctx := context.Background()
+	a, _ := startLab(t, "t05-a", nil)
+	startLab(t, "t05-b", nil)
+	asA := a.agent.Client
+	admin := testenv.AdminClient(t)
+	b, err := admin.CoreV1().Nodes().Get(ctx, "t05-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bLease, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "t05-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady := `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Hijacked"}]}}`
+	forbidden := map[string]func() error{
+		"patch B's labels": func() error {
+			_, err := asA.CoreV1().Nodes().Patch(ctx, "t05-b", types.MergePatchType, []byte(`{"metadata":{"labels":{"owned-by":"a"}}}`), metav1.PatchOptions{})
+			return err
+		},
+		"patch B's status": func() error {
+			_, err := asA.CoreV1().Nodes().Patch(ctx, "t05-b", types.StrategicMergePatchType, []byte(notReady), metav1.PatchOptions{}, "status")
+			return err
+		},
+		"update B's status": func() error {
+			n := b.DeepCopy()
+			node.SetCondition(&n.Status, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Hijacked"}, time.Now())
+			_, err := asA.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		},
+		"update B": func() error {
+			n := b.DeepCopy()
+			n.Labels["owned-by"] = "a"
+			_, err := asA.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		},
+		"renew B's lease": func() error {
+			l := bLease.DeepCopy()
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, err := asA.CoordinationV1().Leases(v1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		},
+		"delete B": func() error {
+			return asA.CoreV1().Nodes().Delete(ctx, "t05-b", metav1.DeleteOptions{})
+		},
+		"create node C": func() error {
+			_, err := asA.CoreV1().Nodes().Create(ctx, (node.Config{Name: "t05-c"}).InitialNode(time.Now()), metav1.CreateOptions{})
+			return err
+		},
+	}
+	for what, try := range forbidden {
+		err := try()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("as system:node:t05-a, %s: err = %v, want Forbidden", what, err)
+			continue
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	if c := node.GetCondition(&mustGetNode(t, admin, "t05-b").Status, v1.NodeReady); c.Status != v1.ConditionTrue {
+		t.Errorf("B's Ready became %s", c.Status)
+	}
+	// A may change itself.
+	if _, err := asA.CoreV1().Nodes().Patch(ctx, "t05-a", types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/self":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("A labels itself: %v", err)
+	}
+}
+
+func mustGetNode(t *testing.T, c kubernetes.Interface, name string) *v1.Node {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRegisterCreatesOnlyOnNotFound: a Get that fails for another reason
+// (here: 403, the bootstrap identity may not read nodes) is returned, and no
+// Node is created.
+func TestRegisterCreatesOnlyOnNotFound(t *testing.T) {
+	ctx := context.Background()
+	cp := testenv.ControlPlane(t)
+	admin := testenv.AdminClient(t)
+	tok, err := bootstrap.CreateToken(ctx, admin, bootstrap.TokenOptions{TTL: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cp.AdminConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bootstrap.AuthenticateToken(ctx, cfg, tok, admin, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	asBootstrapper, err := kubernetes.NewForConfig(bootstrap.TokenConfig(cfg, tok.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, created, err := node.Register(ctx, asBootstrapper, (node.Config{Name: "t05-never"}).InitialNode(time.Now()))
+	if !apierrors.IsForbidden(err) || created {
+		t.Fatalf("Register as a bootstrapper: created=%v err=%v, want the Forbidden from Get", created, err)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, "t05-never", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node t05-never exists after a failed Get: %v", err)
+	}
+}
+
+// TestConditionsByTypeAndReReady: another writer's condition, put first in
+// the list, survives our status writes; when the lifecycle controller sets
+// Ready=Unknown, the next sync posts Ready=True again.
+func TestConditionsByTypeAndReReady(t *testing.T) {
+	ctx := context.Background()
+	j, _ := startLab(t, "t05-conds", nil)
+	admin := testenv.AdminClient(t)
+	n := mustGetNode(t, admin, "t05-conds")
+	n.Status.Conditions = append([]v1.NodeCondition{{
+		Type: "example.com/KernelDeadlock", Status: v1.ConditionFalse, Reason: "KernelHasNoDeadlock",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}}, n.Status.Conditions...)
+	node.SetCondition(&n.Status, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "set by the test"}, time.Now())
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err) // a Conflict here would mean the lab wrote in between: rare (every 10s, only on change)
+	}
+	r := &node.StatusReporter{Client: j.agent.Heartbeat, Node: node.Config{Name: "t05-conds"}}
+	if patched, err := r.Sync(ctx); err != nil || !patched {
+		t.Fatalf("sync: patched=%v err=%v", patched, err)
+	}
+	n = mustGetNode(t, admin, "t05-conds")
+	if c := node.GetCondition(&n.Status, v1.NodeReady); c.Status != v1.ConditionTrue || time.Since(c.LastTransitionTime.Time) > 5*time.Second {
+		t.Errorf("Ready after sync: %+v", c)
+	}
+	if c := node.GetCondition(&n.Status, "example.com/KernelDeadlock"); c == nil || c.Reason != "KernelHasNoDeadlock" {
+		t.Errorf("the other writer's condition is gone: %+v", n.Status.Conditions)
+	}
+	if len(n.Status.Conditions) != 5 {
+		t.Errorf("conditions %+v, want 5", n.Status.Conditions)
+	}
+	// Nothing changed: the next sync does not write (the lease is the heartbeat).
+	if patched, err := r.Sync(ctx); err != nil || patched {
+		t.Errorf("sync without changes: patched=%v err=%v, want no write", patched, err)
+	}
+}
+
+// TestHeartbeatSurvivesAPIServerRestart: the apiserver goes away and comes
+// back; the lab logs and retries, keeps running, and the lease moves on.
+func TestHeartbeatSurvivesAPIServerRestart(t *testing.T) {
+	ctx := context.Background()
+	cp := testenv.ControlPlane(t)
+	startLab(t, "t05-restart", func(o *options) { o.leaseSeconds = 8 }) // renew every 2s
+	admin := testenv.AdminClient(t)
+	before, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "t05-restart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("apiserver restarted in %s", time.Since(t0))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "t05-restart", metav1.GetOptions{})
+		if err == nil && l.Spec.RenewTime.After(time.Now().Add(-2*time.Second)) && l.Spec.RenewTime.After(before.Spec.RenewTime.Time) && time.Since(t0) > 3*time.Second {
+			t.Logf("lease renewed at %s after the restart", l.Spec.RenewTime.Format("15:04:05.000"))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not renewed within 30s after the restart: %v %v", l, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestProgram runs the built lab as a learner does: Ready in kubectl, then
+// Ctrl-C; and bad input exits non-zero with a message.
+func TestProgram(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	_, binDir := testenv.Binaries(t)
+	bin := filepath.Join(t.TempDir(), "lab05")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+t.TempDir())
+
+	cmd := exec.Command(bin, "--node-name=t05-program")
+	cmd.Env = env
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "is Ready"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not Ready after 60s:\n%s", out)
+		}
+	}
+	kubectl := exec.Command(filepath.Join(binDir, "kubectl"), "get", "node", "t05-program", "--no-headers")
+	kubectl.Env = env
+	got, err := kubectl.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), " Ready ") {
+		t.Errorf("kubectl get node: %v\n%s", err, got)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit 30s after Ctrl-C:\n%s", out)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "stopped at") {
+		t.Errorf("exit %d after Ctrl-C:\n%s", code, out)
+	}
+	t.Logf("output:\n%s", out)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node-lease-duration-seconds=0"}, "want 1..3600"},
+		{[]string{"--token=abcdef.0000000000000000"}, "401 Unauthorized"},
+		{[]string{"--node-name=Bad_Name"}, "not valid"},
+	} {
+		c := exec.Command(bin, tc.args...)
+		c.Env = env
+		b, err := c.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "panic") {
+			t.Errorf("%v: err %v, output:\n%s", tc.args, err, b)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,231 @@
+// Package node is our kubelet's Node object: registering it, and keeping its
+// status — conditions, capacity, addresses — up to date, the way the kubelet
+// does in pkg/kubelet/kubelet_node_status.go and pkg/kubelet/nodestatus/
+// setters.go (Kubernetes v1.36.3), cut down to what a node without a
+// container runtime can honestly report.
+//
+// Two rules from the course we replace:
+//   - the Node is created only when a Get says NotFound; any other error
+//     (Forbidden, a timeout, a 500) is returned — "cannot read it" is not
+//     "it does not exist";
+//   - conditions are found and set by type, never by their index in the
+//     list: other writers (the node lifecycle controller, problem
+//     detectors) add and reorder conditions.
+package node
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// KubeletVersion is what our node reports as its kubelet version: the
+// Kubernetes release this module is built against (go.mod).
+const KubeletVersion = "v1.36.3"
+
+// LabLabel marks nodes made by the labs, so they are easy to find and clean up:
+// kubectl delete node -l kubelet-labs.dev/lab-node
+const LabLabel = "kubelet-labs.dev/lab-node"
+
+// NoRuntimeTaint keeps a real scheduler (kind) from placing pods on a lab
+// node that has no container runtime: they would stay Pending forever.
+var NoRuntimeTaint = v1.Taint{Key: LabLabel, Value: "no-runtime", Effect: v1.TaintEffectNoSchedule}
+
+// Config describes the node we register.
+type Config struct {
+	Name string
+	// Labels besides the kubelet's defaults (hostname, os, arch).
+	Labels map[string]string
+	// Taints at registration (--register-with-taints).
+	Taints []v1.Taint
+	// InternalIP, default 127.0.0.1.
+	InternalIP string
+	// Capacity, default: this machine's CPUs, memory and root file system,
+	// and 110 pods (the kubelet's maxPods).
+	Capacity v1.ResourceList
+}
+
+// InitialNode is the Node we create: the kubelet's initialNode
+// (kubelet_node_status.go) with its status filled by SetStatus.
+func (c Config) InitialNode(now time.Time) *v1.Node {
+	labels := map[string]string{
+		v1.LabelHostname:   c.Name,
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+	}
+	for k, v := range c.Labels {
+		labels[k] = v
+	}
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), c.Taints...)},
+	}
+	c.SetStatus(n, now)
+	return n
+}
+
+// Register creates the Node if, and only if, it does not exist. Like the
+// kubelet's registerWithAPIServer it is safe to call on every start.
+// created says whether this call made it.
+func Register(ctx context.Context, client kubernetes.Interface, node *v1.Node) (got *v1.Node, created bool, err error) {
+	nodes := client.CoreV1().Nodes()
+	existing, err := nodes.Get(ctx, node.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return existing, false, nil
+	case !apierrors.IsNotFound(err):
+		// Forbidden, Unauthorized, timeouts, 5xx: we do not know whether the
+		// node exists, so we must not create one.
+		return nil, false, fmt.Errorf("get node %s: %w", node.Name, err)
+	}
+	got, err = nodes.Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) { // somebody won the race: read theirs
+		got, err = nodes.Get(ctx, node.Name, metav1.GetOptions{})
+		return got, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("create node %s: %w", node.Name, err)
+	}
+	return got, true, nil
+}
+
+// SetStatus is our list of status setters (the kubelet's
+// defaultNodeStatusFuncs): addresses, machine info, version info, then the
+// conditions, each set by type. It never touches conditions it does not own.
+func (c Config) SetStatus(n *v1.Node, now time.Time) {
+	ip := c.InternalIP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: c.Name}}
+
+	capacity := c.Capacity
+	if capacity == nil {
+		capacity = MachineCapacity()
+	}
+	n.Status.Capacity = capacity.DeepCopy()
+	n.Status.Allocatable = capacity.DeepCopy() // no system/kube reservations
+
+	var uts syscall.Utsname
+	kernel := ""
+	if syscall.Uname(&uts) == nil {
+		kernel = utsString(uts.Release[:])
+	}
+	n.Status.NodeInfo = v1.NodeSystemInfo{
+		KernelVersion:           kernel,
+		OSImage:                 "kubelet-labs lab node (no container runtime)",
+		ContainerRuntimeVersion: "",
+		KubeletVersion:          KubeletVersion,
+		OperatingSystem:         runtime.GOOS,
+		Architecture:            runtime.GOARCH,
+	}
+
+	hb := metav1.NewTime(now)
+	for _, cond := range []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		readyCondition(n), // last, as the kubelet keeps it (setters.go ReadyCondition)
+	} {
+		cond.LastHeartbeatTime = hb
+		SetCondition(&n.Status, cond, now)
+	}
+}
+
+// readyCondition is the kubelet's ReadyCondition, without a runtime to ask:
+// True when the capacity the scheduler needs is reported.
+func readyCondition(n *v1.Node) v1.NodeCondition {
+	var missing []string
+	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage} {
+		if _, ok := n.Status.Capacity[r]; !ok {
+			missing = append(missing, string(r))
+		}
+	}
+	if len(missing) > 0 {
+		return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady",
+			Message: "missing node capacity for resources: " + strings.Join(missing, ", ")}
+	}
+	return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+}
+
+// SetCondition puts cond into status by its type: it replaces the condition
+// of that type wherever it is in the list, or appends it. LastTransitionTime
+// moves to now only when Status changes (setters.go keeps it otherwise).
+func SetCondition(status *v1.NodeStatus, cond v1.NodeCondition, now time.Time) {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type != cond.Type {
+			continue
+		}
+		if status.Conditions[i].Status == cond.Status {
+			cond.LastTransitionTime = status.Conditions[i].LastTransitionTime
+		} else {
+			cond.LastTransitionTime = metav1.NewTime(now)
+		}
+		status.Conditions[i] = cond
+		return
+	}
+	cond.LastTransitionTime = metav1.NewTime(now)
+	status.Conditions = append(status.Conditions, cond)
+}
+
+// GetCondition finds a condition by type (nil if absent).
+func GetCondition(status *v1.NodeStatus, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// MachineCapacity is what cAdvisor would report for this machine, roughly:
+// CPUs, memory from /proc/meminfo, the root file system's size, 110 pods.
+func MachineCapacity() v1.ResourceList {
+	rl := v1.ResourceList{
+		v1.ResourceCPU:  *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	mem := int64(4 << 30)
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
+					mem = kb * 1024
+				}
+			}
+		}
+		f.Close()
+	}
+	rl[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	disk := int64(20 << 30)
+	var st syscall.Statfs_t
+	if syscall.Statfs("/", &st) == nil {
+		disk = int64(st.Blocks) * int64(st.Bsize)
+	}
+	rl[v1.ResourceEphemeralStorage] = *resource.NewQuantity(disk, resource.BinarySI)
+	return rl
+}
+
+func utsString[T int8 | uint8](b []T) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
