@@ -17,7 +17,7 @@
 // Each running container has one goroutine that interprets its command
 // with a tiny shell (see shell.go for the exact command set): `echo`,
 // `cat`, `env`, `sleep`, `exit N`, `trap`, `while ...; do ...; done`,
-// `sh -c '...'`. Anything else is treated as a daemon that runs until it
+// `>&2`, `2>&1`, `>/dev/null`, `sh -c '...'`. Anything else is treated as a daemon that runs until it
 // is signalled. That is enough for the classic teaching containers:
 //
 //	sh -c 'echo hello; sleep 3; exit 3'             # exits 3 after 3 s

@@ -42,6 +42,7 @@ func TestExecSyncCommands(t *testing.T) {
 		{[]string{"cat", "/proc/1/environ"}, 0, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\x00HOSTNAME=exec-host\x00GREETING=hello\x00EMPTY=\x00", ""},
 		{[]string{"cat", "/nope"}, 1, "", "No such file"},
 		{[]string{"sh", "-c", "nosuch"}, 127, "", "not found"},
+		{[]string{"sh", "-c", "echo oops >&2; exit 3"}, 3, "", "oops\n"},
 	}
 	for _, c := range cases {
 		resp, err := execSync(t, r, id, 0, c.cmd...)

@@ -42,7 +42,7 @@ func TestStderrAndLongLines(t *testing.T) {
 	r := newRuntime(t)
 	pod, dir := logDirPod(t, "long")
 	long := strings.Repeat("x", maxLogLine+10)
-	cfg := ctrConfig("c", "sh", "-c", "nosuchcommand; echo "+long)
+	cfg := ctrConfig("c", "sh", "-c", "echo to stderr >&2; echo "+long)
 	cfg.LogPath = "c.log"
 	waitExited(t, r, createStart(t, r, runPod(t, r, pod), cfg))
 	lines := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(dir, "c.log")), "\n"), "\n")
@@ -50,7 +50,7 @@ func TestStderrAndLongLines(t *testing.T) {
 		t.Fatalf("want 3 records (stderr, partial, final), got %d", len(lines))
 	}
 	m0, m1, m2 := criLine.FindStringSubmatch(lines[0]), criLine.FindStringSubmatch(lines[1]), criLine.FindStringSubmatch(lines[2])
-	if m0[3] != "stderr" || !strings.Contains(m0[5], "not found") {
+	if m0[3] != "stderr" || m0[5] != "to stderr" {
 		t.Fatalf("stderr record: %q", lines[0])
 	}
 	if m1[4] != "P" || len(m1[5]) != maxLogLine || m2[4] != "F" || len(m2[5]) != 10 {

@@ -22,6 +22,7 @@ import (
 //	sleep N|Ns|Nm|infinity exit [N]
 //	trap ACTION SIG...     ACTION '' ignores, '-' resets, else a handler script
 //	NAME=VALUE, export NAME=VALUE
+//	CMD >&2, CMD 2>&1, CMD >/dev/null, CMD 2>/dev/null
 //	sh|bash -c SCRIPT      sh with no -c: a line-by-line REPL on stdin
 //	while LIST; do LIST; done
 //
@@ -173,14 +174,32 @@ func (sh *shell) runNode(n node) (int32, error) {
 		for _, w := range n.words {
 			argv = append(argv, sh.expand(w))
 		}
-		if len(argv) == 1 && sh.assign(argv[0]) {
+		if len(argv) == 1 && len(n.redirs) == 0 && sh.assign(argv[0]) {
 			return 0, nil
+		}
+		if len(n.redirs) > 0 {
+			saved := [2]io.Writer{sh.stdout, sh.stderr}
+			defer func() { sh.stdout, sh.stderr = saved[0], saved[1] }()
+			sh.stdout, sh.stderr = applyRedirects(n.redirs, sh.stdout, sh.stderr)
 		}
 		st, err := sh.call(argv)
 		sh.status = st
 		return st, err
 	}
 	return 0, fmt.Errorf("unknown node %T", n)
+}
+
+// applyRedirects returns the streams after redirections, left to right.
+func applyRedirects(rs []redirect, stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	fds := [3]io.Writer{nil, stdout, stderr}
+	for _, r := range rs {
+		if r.dup == 0 {
+			fds[r.fd] = io.Discard
+		} else {
+			fds[r.fd] = fds[r.dup]
+		}
+	}
+	return fds[1], fds[2]
 }
 
 func (sh *shell) expand(w word) string {

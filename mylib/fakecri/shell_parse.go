@@ -10,12 +10,16 @@ import (
 //
 //	list    := andor { (";" | newline) andor }
 //	andor   := command { ("&&" | "||") command }
-//	command := "while" list "do" list "done" | word { word }
+//	command := "while" list "do" list "done" | word { word | redirect }
 //	word    := literal, '…' and "…" quoting, backslash escapes, $NAME ${NAME} $?
+//	redirect := [1|2]>&1 | [1|2]>&2 | [1|2]>/dev/null | [1|2]>>/dev/null
 //
-// Pipes, redirections, background jobs, subshells and command substitution
-// are rejected with a clear "not supported" error instead of being
-// half-handled. Variable expansion never splits fields.
+// The redirections are the ones scripts use to pick a stream (echo oops
+// >&2, cmd 2>&1, cmd >/dev/null); there is no filesystem to write to, so a
+// redirection to a file is refused, like pipes, input redirection,
+// background jobs, subshells and command substitution, with a clear "not
+// supported" error instead of being half-handled. Variable expansion never
+// splits fields.
 
 // word is a shell word: literal text and variable references, joined at
 // run time so `$?` sees the status of the previous command.
@@ -40,7 +44,15 @@ func (w word) literal() (string, bool) {
 
 type node interface{ isNode() }
 
-type simpleCmd struct{ words []word }
+type simpleCmd struct {
+	words  []word
+	redirs []redirect
+}
+
+// redirect sends fd (1 or 2) to another fd (dup 1 or 2) or, with dup 0,
+// to /dev/null. Applied left to right, as sh does: 2>&1 >/dev/null keeps
+// stderr on the old stdout.
+type redirect struct{ fd, dup int }
 
 type whileLoop struct{ cond, body list }
 
@@ -63,14 +75,17 @@ type list []andOr
 type tokKind int
 
 const (
-	tokWord tokKind = iota
-	tokOp           // ; && || and newline
+	tokWord  tokKind = iota
+	tokOp            // ; && || and newline
+	tokRedir         // a redirection; a file target is the next word
 )
 
 type token struct {
 	kind tokKind
 	op   string
 	w    word
+	r    redirect
+	file bool // tokRedir whose target is the next word (/dev/null)
 }
 
 // tokenize splits a script into words and operators.
@@ -157,8 +172,31 @@ func tokenize(src string) ([]token, error) {
 				return nil, fmt.Errorf("pipes are not supported by the mock shell")
 			}
 			return nil, fmt.Errorf("background jobs (&) are not supported by the mock shell")
-		case c == '<' || c == '>':
-			return nil, fmt.Errorf("redirections are not supported by the mock shell")
+		case c == '<':
+			return nil, fmt.Errorf("input redirection is not supported by the mock shell")
+		case c == '>':
+			// "2>" and "1>": a lone unquoted digit right before '>' is the fd.
+			fd := 1
+			if d := lit.String(); inWord && len(cur) == 0 && (d == "1" || d == "2") {
+				fd = int(d[0] - '0')
+				lit.Reset()
+				inWord = false
+			} else {
+				endWord()
+			}
+			i++
+			if i < len(src) && src[i] == '>' { // >> appends; same thing for /dev/null
+				i++
+			}
+			if i < len(src) && src[i] == '&' {
+				if i+1 < len(src) && (src[i+1] == '1' || src[i+1] == '2') {
+					toks = append(toks, token{kind: tokRedir, r: redirect{fd: fd, dup: int(src[i+1] - '0')}})
+					i += 2
+					continue
+				}
+				return nil, fmt.Errorf("only >&1 and >&2 are supported by the mock shell")
+			}
+			toks = append(toks, token{kind: tokRedir, r: redirect{fd: fd}, file: true})
 		case c == '(' || c == ')' || c == '`':
 			return nil, fmt.Errorf("subshells and command substitution are not supported by the mock shell")
 		case c == '\\':
@@ -361,9 +399,27 @@ func (p *parser) command() (node, error) {
 		return whileLoop{cond: cond, body: body}, nil
 	}
 	var c simpleCmd
-	for p.pos < len(p.toks) && p.toks[p.pos].kind == tokWord {
-		c.words = append(c.words, p.toks[p.pos].w)
+	for p.pos < len(p.toks) && (p.toks[p.pos].kind == tokWord || p.toks[p.pos].kind == tokRedir) {
+		t := p.toks[p.pos]
 		p.pos++
+		if t.kind == tokWord {
+			c.words = append(c.words, t.w)
+			continue
+		}
+		if t.file {
+			if p.pos >= len(p.toks) || p.toks[p.pos].kind != tokWord {
+				return nil, fmt.Errorf("syntax error: redirection without a target")
+			}
+			target, _ := p.toks[p.pos].w.literal()
+			p.pos++
+			if target != "/dev/null" {
+				return nil, fmt.Errorf("redirection to %q is not supported by the mock shell (it has no files): use >&2, 2>&1 or >/dev/null", target)
+			}
+		}
+		c.redirs = append(c.redirs, t.r)
+	}
+	if len(c.words) == 0 {
+		return nil, fmt.Errorf("syntax error: redirection without a command")
 	}
 	return c, nil
 }

@@ -73,9 +73,30 @@ func TestShellScripts(t *testing.T) {
 	}
 }
 
+func TestShellRedirections(t *testing.T) {
+	cases := []struct{ script, out, err string }{
+		{`echo oops >&2`, "", "oops\n"},
+		{`echo oops 1>&2; echo fine`, "fine\n", "oops\n"},
+		{`echo gone >/dev/null; echo kept`, "kept\n", ""},
+		{`nosuch 2>/dev/null; echo $?`, "127\n", ""},
+		{`nosuch 2>&1`, "sh: nosuch: not found\n", ""},
+		{`nosuch 2>&1 >/dev/null`, "sh: nosuch: not found\n", ""}, // left to right, as in sh
+		{`nosuch >/dev/null 2>&1`, "", ""},
+		{`echo a>&2`, "", "a\n"},
+		{`echo "2>&1"`, "2>&1\n", ""},
+		{`echo 2 >&2`, "", "2\n"},
+	}
+	for _, c := range cases {
+		_, out, errOut := runShell(t, "", "sh", "-c", c.script)
+		if out != c.out || errOut != c.err {
+			t.Errorf("%s\n  got  out %q err %q\n  want out %q err %q", c.script, out, errOut, c.out, c.err)
+		}
+	}
+}
+
 func TestShellRejectsWhatItCannotDo(t *testing.T) {
 	for _, script := range []string{
-		`echo a | grep a`, `echo a > /tmp/x`, `sleep 1 &`, `echo $(date)`, "echo `date`",
+		`echo a | grep a`, `echo a > /tmp/x`, `cat < /etc/hosts`, `echo >&3`, `>&2`, `sleep 1 &`, `echo $(date)`, "echo `date`",
 		`if true; then echo; fi`, `echo 'unterminated`, `(echo sub)`, `while true; do echo`,
 	} {
 		code, out, errOut := runShell(t, "", "sh", "-c", script)
