@@ -2,9 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -12,8 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,45 +20,12 @@ import (
 // never touch a lab 00 the learner has running.
 
 type lab struct {
-	cmd      *exec.Cmd
+	*testenv.Program
 	stateDir string
-	out      *syncBuffer
-	exited   chan struct{}
 	ports    []int
 }
 
-var labBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func buildLab(t *testing.T) string {
-	labBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "lab00-")
-		if err != nil {
-			labBinary.err = err
-			return
-		}
-		labBinary.path = filepath.Join(dir, "00-cluster")
-		out, err := exec.Command("go", "build", "-o", labBinary.path, ".").CombinedOutput()
-		if err != nil {
-			labBinary.err = errors.New(string(out))
-		}
-	})
-	if labBinary.err != nil {
-		t.Fatalf("build lab 00: %v", labBinary.err)
-	}
-	return labBinary.path
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if labBinary.path != "" {
-		os.RemoveAll(filepath.Dir(labBinary.path))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // newStateDir shares the built binaries (bin/ is a symlink) but nothing else.
 func newStateDir(t *testing.T) string {
@@ -82,43 +44,16 @@ func startLab(t *testing.T, stateDir string, extraArgs ...string) *lab {
 		"--apiserver-port=" + strconv.Itoa(ports[0]), "--etcd-port=" + strconv.Itoa(ports[1]),
 		"--etcd-peer-port=" + strconv.Itoa(ports[2]), "--controller-manager-port=" + strconv.Itoa(ports[3]),
 	}, extraArgs...)
-	cmd := exec.Command(buildLab(t), args...)
-	cmd.Env = append(os.Environ(), "LABS_STATE_DIR="+stateDir)
-	l := &lab{cmd: cmd, stateDir: stateDir, out: &syncBuffer{}, exited: make(chan struct{}), ports: ports}
-	cmd.Stdout, cmd.Stderr = l.out, l.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(l.exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-l.exited:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
-	return l
+	p := testenv.StartProgram(t, testenv.BuildLab(t, "./labs/00-cluster"), []string{"LABS_STATE_DIR=" + stateDir}, args...)
+	return &lab{Program: p, stateDir: stateDir, ports: ports}
 }
 
-func (l *lab) waitFor(t *testing.T, text string) {
-	t.Helper()
-	deadline := time.After(3 * time.Minute)
-	for !strings.Contains(l.out.String(), text) {
-		select {
-		case <-l.exited:
-			t.Fatalf("lab exited before printing %q:\n%s", text, l.out.String())
-		case <-deadline:
-			t.Fatalf("lab did not print %q in time:\n%s", text, l.out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
+const ready = "Press Ctrl-C to stop."
 
 // childPids reads "started NAME (pid N)" lines from the lab's output.
 func (l *lab) childPids() map[string]int {
 	out := map[string]int{}
-	for _, m := range regexp.MustCompile(`started (\S+) \(pid (\d+)\)`).FindAllStringSubmatch(l.out.String(), -1) {
+	for _, m := range regexp.MustCompile(`started (\S+) \(pid (\d+)\)`).FindAllStringSubmatch(l.Output(), -1) {
 		pid, _ := strconv.Atoi(m[2])
 		out[m[1]] = pid
 	}
@@ -138,7 +73,7 @@ func (l *lab) kubectl(t *testing.T, args ...string) string {
 
 func TestLabServesAndStopsCleanlyOnCtrlC(t *testing.T) {
 	l := startLab(t, newStateDir(t))
-	l.waitFor(t, "Press Ctrl-C to stop.")
+	l.WaitFor(t, ready, 3*time.Minute)
 
 	if got := l.kubectl(t, "get", "--raw", "/readyz"); strings.TrimSpace(got) != "ok" {
 		t.Errorf("kubectl get --raw /readyz = %q, want ok", got)
@@ -146,8 +81,8 @@ func TestLabServesAndStopsCleanlyOnCtrlC(t *testing.T) {
 	if got := l.kubectl(t, "version"); !strings.Contains(got, "Server Version: v1.36.3") {
 		t.Errorf("kubectl version:\n%s", got)
 	}
-	if !strings.Contains(l.out.String(), "export KUBECONFIG="+filepath.Join(l.stateDir, "admin.kubeconfig")) {
-		t.Errorf("the lab does not print the export line:\n%s", l.out.String())
+	if !strings.Contains(l.Output(), "export KUBECONFIG="+filepath.Join(l.stateDir, "admin.kubeconfig")) {
+		t.Errorf("the lab does not print the export line:\n%s", l.Output())
 	}
 	info, err := os.Stat(filepath.Join(l.stateDir, "cluster", "pki", "ca.key"))
 	if err != nil || info.Mode().Perm() != 0o600 {
@@ -156,16 +91,14 @@ func TestLabServesAndStopsCleanlyOnCtrlC(t *testing.T) {
 
 	pids := l.childPids()
 	if len(pids) != 3 {
-		t.Fatalf("children %v, want 3:\n%s", pids, l.out.String())
+		t.Fatalf("children %v, want 3:\n%s", pids, l.Output())
 	}
-	l.cmd.Process.Signal(os.Interrupt) // Ctrl-C
-	select {
-	case <-l.exited:
-	case <-time.After(90 * time.Second):
+	l.Signal(os.Interrupt) // Ctrl-C
+	if !l.WaitExit(90 * time.Second) {
 		t.Fatal("lab did not exit after Ctrl-C")
 	}
-	if code := l.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d after Ctrl-C:\n%s", code, l.out.String())
+	if code := l.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after Ctrl-C:\n%s", code, l.Output())
 	}
 	assertGone(t, pids, l.ports)
 }
@@ -175,16 +108,16 @@ func TestLabServesAndStopsCleanlyOnCtrlC(t *testing.T) {
 func TestKilledLabLeavesNothingAndRestarts(t *testing.T) {
 	stateDir := newStateDir(t)
 	l := startLab(t, stateDir)
-	l.waitFor(t, "Press Ctrl-C to stop.")
+	l.WaitFor(t, ready, 3*time.Minute)
 	pids := l.childPids()
-	l.cmd.Process.Kill()
-	<-l.exited
+	l.Signal(os.Kill)
+	l.WaitExit(time.Minute)
 	assertGone(t, pids, l.ports)
 
 	again := startLab(t, stateDir)
-	again.waitFor(t, "Press Ctrl-C to stop.")
-	if !strings.Contains(again.out.String(), "did not shut down cleanly") {
-		t.Errorf("restart after kill -9 did not report the stale state:\n%s", again.out.String())
+	again.WaitFor(t, ready, 3*time.Minute)
+	if !strings.Contains(again.Output(), "did not shut down cleanly") {
+		t.Errorf("restart after kill -9 did not report the stale state:\n%s", again.Output())
 	}
 	if got := again.kubectl(t, "get", "--raw", "/readyz"); strings.TrimSpace(got) != "ok" {
 		t.Errorf("readyz after recovery = %q", got)
@@ -194,17 +127,14 @@ func TestKilledLabLeavesNothingAndRestarts(t *testing.T) {
 func TestUnwritableStateFolderFails(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(file, nil, 0o600)
-	cmd := exec.Command(buildLab(t))
-	cmd.Env = append(os.Environ(), "LABS_STATE_DIR="+filepath.Join(file, "state"))
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-		t.Fatalf("want a non-zero exit, got %v:\n%s", err, out)
+	out, code := testenv.RunProgram(t, testenv.BuildLab(t, "./labs/00-cluster"), []string{"LABS_STATE_DIR=" + filepath.Join(file, "state")})
+	if code == 0 {
+		t.Fatalf("want a non-zero exit:\n%s", out)
 	}
-	if !strings.Contains(string(out), "state folder") || !strings.Contains(string(out), "LABS_STATE_DIR") {
+	if !strings.Contains(out, "state folder") || !strings.Contains(out, "LABS_STATE_DIR") {
 		t.Errorf("message does not name the state folder and the fix:\n%s", out)
 	}
-	if strings.Contains(string(out), "panic") {
+	if strings.Contains(out, "panic") {
 		t.Errorf("panicked:\n%s", out)
 	}
 }
@@ -217,14 +147,12 @@ func TestPortInUseFails(t *testing.T) {
 	defer taken.Close()
 	port := taken.Addr().(*net.TCPAddr).Port
 	l := startLab(t, newStateDir(t), "--apiserver-port="+strconv.Itoa(port)) // the later flag wins
-	select {
-	case <-l.exited:
-	case <-time.After(2 * time.Minute):
+	if !l.WaitExit(2 * time.Minute) {
 		t.Fatal("lab did not exit although its port is taken")
 	}
-	out := l.out.String()
-	if l.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(out, "port "+strconv.Itoa(port)+" for kube-apiserver is already in use") {
-		t.Errorf("exit %d, output:\n%s", l.cmd.ProcessState.ExitCode(), out)
+	out := l.Output()
+	if l.ExitCode() == 0 || !strings.Contains(out, "port "+strconv.Itoa(port)+" for kube-apiserver is already in use") {
+		t.Errorf("exit %d, output:\n%s", l.ExitCode(), out)
 	}
 }
 
@@ -275,22 +203,3 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
