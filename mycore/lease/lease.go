@@ -12,8 +12,10 @@ package lease
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -144,14 +146,18 @@ func ObserveRenewals(cfg *rest.Config, nodeName string, fn func(Renewal)) {
 				verb = "create"
 			}
 			resp, err := rt.RoundTrip(req)
-			if verb != "" {
-				r := Renewal{Time: time.Now(), Verb: verb, Err: err}
-				if resp != nil {
-					r.Status = resp.StatusCode
-				}
-				fn(r)
+			if verb == "" {
+				return resp, err
 			}
-			return resp, err
+			if err != nil {
+				fn(Renewal{Time: time.Now(), Verb: verb, Err: err})
+				return resp, err
+			}
+			// The write is done when client-go has read the answer: report on Close.
+			resp.Body = &notifyingBody{ReadCloser: resp.Body, done: func(readErr error) {
+				fn(Renewal{Time: time.Now(), Verb: verb, Status: resp.StatusCode, Err: readErr})
+			}}
+			return resp, nil
 		})
 	})
 }
@@ -159,3 +165,26 @@ func ObserveRenewals(cfg *rest.Config, nodeName string, fn func(Renewal)) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// notifyingBody calls done once, when the body is closed, with the error
+// that ended reading it (nil after a clean EOF).
+type notifyingBody struct {
+	io.ReadCloser
+	done    func(error)
+	readErr error
+	once    sync.Once
+}
+
+func (b *notifyingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.readErr = err
+	}
+	return n, err
+}
+
+func (b *notifyingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.done(b.readErr) })
+	return err
+}

@@ -107,6 +107,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	ctl, _, err := lease.NewController(ctx, lease.Config{
 		Client: a.Heartbeat, NodeName: a.opts.Node.Name, LeaseDurationSeconds: int32(a.LeaseDuration / time.Second),
 		OnRepeatedFailure: func() {
+			if ctx.Err() != nil {
+				return // we are stopping: the failures are our own cancellation
+			}
 			logf("heartbeat failed repeatedly: closing the connections to the apiserver, the next try dials a new one")
 			a.closeAll()
 		},

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubelet-labs/internal/controlplane"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/node"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The demo, fast: our own control plane with a 20 s grace period, nodes
+// with a 20 s lease renewed every 5 s (grace stays well above renew, see
+// DESIGN §3), 6 s of heartbeats, then silence.
+const (
+	grace        = 20 * time.Second
+	leaseSeconds = 20
+)
+
+func ownControlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	root, binDir := testenv.Binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Config{
+		Dir: t.TempDir(), BinDir: binDir, ModuleRoot: root, UnsafeNoFsync: true,
+		NodeMonitorGracePeriod: grace,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs: %v", cp.LogFiles())
+		}
+		cp.Stop()
+	})
+	return cp
+}
+
+// TestReadyUnknownReady: True → (heartbeats stop) → Unknown after about the
+// grace period → (heartbeats resume) → True, once in-process and once as the
+// built program, side by side.
+func TestReadyUnknownReady(t *testing.T) {
+	cp := ownControlPlane(t)
+	stateDir := t.TempDir()
+	old, had := os.LookupEnv("LABS_STATE_DIR")
+	os.Setenv("LABS_STATE_DIR", stateDir)
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("LABS_STATE_DIR", old)
+		} else {
+			os.Unsetenv("LABS_STATE_DIR")
+		}
+	})
+	args := []string{"--node-lease-duration-seconds=" + strconv.Itoa(leaseSeconds), "--renew-for=6s", "--timeout=90s"}
+
+	t.Run("in-process", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		tl, err := run(context.Background(), options{
+			kubeconfig: cp.AdminKubeconfig(), nodeName: "t02-a", leaseSeconds: leaseSeconds,
+			renewFor: 6 * time.Second, resume: true, timeout: 90 * time.Second,
+		}, &out)
+		t.Logf("output:\n%s", out.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tl.RenewInterval != 5*time.Second {
+			t.Errorf("renew interval %s, want 5s (0.25 × 20s)", tl.RenewInterval)
+		}
+		var before []time.Time // renewals before the stop
+		for _, r := range tl.Renewals {
+			if r.Before(tl.StoppedAt) {
+				before = append(before, r)
+			}
+		}
+		for i := 1; i < len(before); i++ {
+			if d := before[i].Sub(before[i-1]); d < 4500*time.Millisecond || d > 6*time.Second {
+				t.Errorf("renewals %s apart, want ~5s", d)
+			}
+		}
+		if len(before) < 2 || len(before) > 3 {
+			t.Errorf("%d renewals in 6s, want 2 (at 0s and 5s)", len(before))
+		}
+		if tl.Unknown.Status != v1.ConditionUnknown || tl.Unknown.Reason != "NodeStatusUnknown" {
+			t.Errorf("after the stop: %+v, want Unknown/NodeStatusUnknown", tl.Unknown)
+		}
+		d := tl.NotReadyAfter()
+		t.Logf("lease stop → Ready=Unknown: %.1fs with a %s grace period", d.Seconds(), grace)
+		if d < grace-time.Second || d > grace+5*time.Second {
+			t.Errorf("Unknown %s after the last renewal, want about the grace period %s", d, grace)
+		}
+		if back := tl.ReadyAt.Sub(tl.ResumedAt); back > 5*time.Second {
+			t.Errorf("Ready again %s after resuming", back)
+		}
+		admin, err := cp.AdminClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := admin.CoreV1().Nodes().Get(context.Background(), "t02-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := node.GetCondition(&n.Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+			t.Errorf("Ready at the end: %+v", c)
+		}
+		for _, ct := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+			if c := node.GetCondition(&n.Status, ct); c == nil || c.Status != v1.ConditionFalse {
+				t.Errorf("%s at the end: %+v (the lifecycle controller set it Unknown; the node must set it back)", ct, c)
+			}
+		}
+	})
+
+	t.Run("program", func(t *testing.T) {
+		t.Parallel()
+		bin := filepath.Join(t.TempDir(), "lab02")
+		if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, b)
+		}
+		cmd := exec.Command(bin, append(args, "--node-name=t02-b")...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		t.Logf("output:\n%s", out)
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+		m := regexp.MustCompile(`Ready=Unknown at \S+ \(\+([0-9.]+)s\); Ready=True again ([0-9.]+)s after`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no summary line")
+		}
+		secs, _ := strconv.ParseFloat(m[1], 64)
+		t.Logf("lease stop → Ready=Unknown: %ss with a %s grace period", m[1], grace)
+		if d := time.Duration(secs * float64(time.Second)); d < grace-time.Second || d > grace+5*time.Second {
+			t.Errorf("Unknown %s after the last renewal, want about %s", d, grace)
+		}
+		for _, want := range []string{"renewed every 5s (0.25 × 20s)", "NodeStatusUnknown: Kubelet stopped posting node status.", "Ready=True  KubeletReady"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q", want)
+			}
+		}
+	})
+}
+
+// TestBadInput: clear errors, nothing started.
+func TestBadInput(t *testing.T) {
+	t.Setenv("LABS_STATE_DIR", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	for _, tc := range []struct {
+		o    options
+		want string
+	}{
+		{options{leaseSeconds: 0, timeout: time.Minute}, "want 1..3600"},
+		{options{leaseSeconds: 40, renewFor: -time.Second, timeout: time.Minute}, "must not be negative"},
+		{options{leaseSeconds: 40, timeout: time.Minute}, "no cluster"},
+		{options{leaseSeconds: 40, timeout: time.Minute, kubeconfig: "/nonexistent"}, "bad kubeconfig"},
+	} {
+		tc.o.nodeName = "t02-bad"
+		if _, err := run(context.Background(), tc.o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
