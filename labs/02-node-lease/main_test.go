@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -127,17 +125,12 @@ func TestReadyUnknownReady(t *testing.T) {
 
 	t.Run("program", func(t *testing.T) {
 		t.Parallel()
-		bin := filepath.Join(t.TempDir(), "lab02")
-		if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, b)
-		}
-		cmd := exec.Command(bin, append(args, "--node-name=t02-b")...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir)
-		b, err := cmd.CombinedOutput()
-		out := string(b)
+		bin := testenv.BuildLab(t, "./labs/02-node-lease")
+		out, code := testenv.RunProgram(t, bin, []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + stateDir},
+			append(args, "--node-name=t02-b")...)
 		t.Logf("output:\n%s", out)
-		if err != nil {
-			t.Fatalf("exit: %v", err)
+		if code != 0 {
+			t.Fatalf("exit %d", code)
 		}
 		m := regexp.MustCompile(`Ready=Unknown at \S+ \(\+([0-9.]+)s\); Ready=True again ([0-9.]+)s after`).FindStringSubmatch(out)
 		if m == nil {

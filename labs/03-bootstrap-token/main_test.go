@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -231,19 +230,7 @@ func TestProgram(t *testing.T) {
 	}
 }
 
-// runLab builds the lab (cached by go) and runs it with env added.
 func runLab(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lab")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return string(out), cmd.ProcessState.ExitCode()
+	return testenv.RunProgram(t, testenv.BuildLab(t, "./labs/03-bootstrap-token"), env, args...)
 }

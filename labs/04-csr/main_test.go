@@ -195,45 +195,32 @@ func TestBadInput(t *testing.T) {
 func TestProgramWithKubectl(t *testing.T) {
 	cp := testenv.ControlPlane(t)
 	_, binDir := testenv.Binaries(t)
-	bin := filepath.Join(t.TempDir(), "lab04")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildLab(t, "./labs/04-csr")
 	stateDir := t.TempDir()
 	for _, verb := range []string{"approve", "deny"} {
 		t.Run(verb, func(t *testing.T) {
 			node := "t04-kubectl-" + verb
-			cmd := exec.Command(bin, "--approve=manual", "--node-name="+node, "--timeout=1m")
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir)
-			out := &syncBuffer{}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			t.Cleanup(func() { cmd.Process.Kill(); <-done })
-
-			name := waitCSRName(t, out, done)
+			p := testenv.StartProgram(t, bin, []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + stateDir},
+				"--approve=manual", "--node-name="+node, "--timeout=1m")
+			p.WaitFor(t, "kubectl certificate approve node-csr-", 30*time.Second)
+			name := approveLine.FindStringSubmatch(p.Output())[1]
 			kubectl := exec.Command(filepath.Join(binDir, "kubectl"), "certificate", verb, name)
 			kubectl.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig())
 			if b, err := kubectl.CombinedOutput(); err != nil {
 				t.Fatalf("kubectl certificate %s: %v\n%s", verb, err, b)
 			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("lab still running 30s after kubectl certificate %s:\n%s", verb, out)
+			if !p.WaitExit(30 * time.Second) {
+				t.Fatalf("lab still running 30s after kubectl certificate %s:\n%s", verb, p.Output())
 			}
-			code := cmd.ProcessState.ExitCode()
+			code, out := p.ExitCode(), p.Output()
 			switch verb {
 			case "approve":
-				if code != 0 || !strings.Contains(out.String(), "identity    system:node:"+node) {
+				if code != 0 || !strings.Contains(out, "identity    system:node:"+node) {
 					t.Errorf("exit %d:\n%s", code, out)
 				}
 				checkCredentials(t, bootstrap.CredentialsIn(filepath.Join(stateDir, "nodes", node)), node, cp.PKI().CAFile())
 			case "deny":
-				if code == 0 || !strings.Contains(out.String(), "error: CSR "+name+" was denied: KubectlDeny") {
+				if code == 0 || !strings.Contains(out, "error: CSR "+name+" was denied: KubectlDeny") {
 					t.Errorf("exit %d:\n%s", code, out)
 				}
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,43 +328,25 @@ func TestHeartbeatSurvivesAPIServerRestart(t *testing.T) {
 func TestProgram(t *testing.T) {
 	cp := testenv.ControlPlane(t)
 	_, binDir := testenv.Binaries(t)
-	bin := filepath.Join(t.TempDir(), "lab05")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	env := append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+t.TempDir())
+	bin := testenv.BuildLab(t, "./labs/05-register-node")
+	env := []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + t.TempDir()}
 
-	cmd := exec.Command(bin, "--node-name=t05-program")
-	cmd.Env = env
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "is Ready"); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not Ready after 60s:\n%s", out)
-		}
-	}
+	p := testenv.StartProgram(t, bin, env, "--node-name=t05-program")
+	p.WaitFor(t, "is Ready", 60*time.Second)
 	kubectl := exec.Command(filepath.Join(binDir, "kubectl"), "get", "node", "t05-program", "--no-headers")
-	kubectl.Env = env
+	kubectl.Env = append(os.Environ(), env...)
 	got, err := kubectl.CombinedOutput()
 	if err != nil || !strings.Contains(string(got), " Ready ") {
 		t.Errorf("kubectl get node: %v\n%s", err, got)
 	}
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit 30s after Ctrl-C:\n%s", out)
+	p.Signal(syscall.SIGINT)
+	if !p.WaitExit(30 * time.Second) {
+		t.Fatalf("no exit 30s after Ctrl-C:\n%s", p.Output())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "stopped at") {
-		t.Errorf("exit %d after Ctrl-C:\n%s", code, out)
+	if code := p.ExitCode(); code != 0 || !strings.Contains(p.Output(), "stopped at") {
+		t.Errorf("exit %d after Ctrl-C:\n%s", code, p.Output())
 	}
-	t.Logf("output:\n%s", out)
+	t.Logf("output:\n%s", p.Output())
 
 	for _, tc := range []struct {
 		args []string
@@ -375,12 +356,9 @@ func TestProgram(t *testing.T) {
 		{[]string{"--token=abcdef.0000000000000000"}, "401 Unauthorized"},
 		{[]string{"--node-name=Bad_Name"}, "not valid"},
 	} {
-		c := exec.Command(bin, tc.args...)
-		c.Env = env
-		b, err := c.CombinedOutput()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "panic") {
-			t.Errorf("%v: err %v, output:\n%s", tc.args, err, b)
+		out, code := testenv.RunProgram(t, bin, env, tc.args...)
+		if code == 0 || !strings.Contains(out, tc.want) || strings.Contains(out, "panic") {
+			t.Errorf("%v: exit %d, output:\n%s", tc.args, code, out)
 		}
 	}
 }
