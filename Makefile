@@ -1,6 +1,6 @@
 # The two commands of the README are `go run ./labs/00-cluster` and `make test`.
 
-# A cold first run builds kube-apiserver & co. inside the tests (~4-8 min on
+# A cold first run builds kube-apiserver & co. inside the tests (~3-6 min on
 # 2 cores), so the timeout is far above go test's default 10 minutes.
 TEST_TIMEOUT ?= 45m
 
