@@ -65,7 +65,7 @@ func removeBuiltLabs() {
 // Program is a running lab.
 type Program struct {
 	Cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *SyncBuffer
 	exited chan struct{}
 }
 
@@ -75,7 +75,7 @@ func StartProgram(tb testing.TB, bin string, env []string, args ...string) *Prog
 	tb.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &Program{Cmd: cmd, out: &syncBuffer{}, exited: make(chan struct{})}
+	p := &Program{Cmd: cmd, out: &SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -149,18 +149,19 @@ func RunProgram(tb testing.TB, bin string, env []string, args ...string) (string
 	return string(out), cmd.ProcessState.ExitCode()
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for a process writing while a test reads.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,7 +150,7 @@ func TestDeniedIsAnError(t *testing.T) {
 	ctx := context.Background()
 	o := opts(t, "t04-denied", "manual")
 	admin := testenv.AdminClient(t)
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	errc := make(chan error, 1)
 	go func() { _, err := run(ctx, o, out); errc <- err }()
 	name := waitCSRName(t, out, nil)
@@ -231,7 +230,7 @@ func TestProgramWithKubectl(t *testing.T) {
 var approveLine = regexp.MustCompile(`kubectl certificate approve (node-csr-\S+)`)
 
 // waitCSRName waits for the lab to print the CSR it waits on.
-func waitCSRName(t *testing.T, out *syncBuffer, exited <-chan struct{}) string {
+func waitCSRName(t *testing.T, out *testenv.SyncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -246,21 +245,4 @@ func waitCSRName(t *testing.T, out *syncBuffer, exited <-chan struct{}) string {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startLab runs the lab's run() until the node is Ready and stops it when
 // the test ends.
-func startLab(t *testing.T, name string, edit func(*options)) (*joined, *syncBuffer) {
+func startLab(t *testing.T, name string, edit func(*options)) (*joined, *testenv.SyncBuffer) {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
@@ -38,7 +36,7 @@ func startLab(t *testing.T, name string, edit func(*options)) (*joined, *syncBuf
 		edit(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	ready := make(chan *joined, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, o, out, func(j *joined) { ready <- j }) }()
@@ -361,21 +359,4 @@ func TestProgram(t *testing.T) {
 			t.Errorf("%v: exit %d, output:\n%s", tc.args, code, out)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
