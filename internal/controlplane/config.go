@@ -107,11 +107,19 @@ func (c *Config) checkPortsFree() error {
 		{c.APIServerPort, "kube-apiserver", "--apiserver-port"},
 		{c.ControllerManagerPort, "kube-controller-manager", "--controller-manager-port"},
 	} {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
-		if err != nil {
-			return &PortInUseError{Port: p.port, Component: p.who, Flag: p.flag, Err: err}
+		// A process that is exiting (a previous run just stopped, a leftover
+		// just killed) can hold its port for a moment: retry briefly.
+		var err error
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var l net.Listener
+			if l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))); err == nil {
+				l.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return &PortInUseError{Port: p.port, Component: p.who, Flag: p.flag, Err: err}
+			}
 		}
-		l.Close()
 	}
 	return nil
 }

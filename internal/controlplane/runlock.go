@@ -79,8 +79,11 @@ func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 	return lock, nil
 }
 
-// processRunning is processAlive minus zombies: a killed process whose
-// parent has not reaped it yet has already released its ports.
+// processRunning is processAlive minus finished zombies: a killed process
+// whose parent has not reaped it yet has released its ports. A zombie
+// *leader* of a multi-threaded process (etcd, the apiserver) can show "Z"
+// while its other threads still hold the file table, so a process counts
+// as gone only when it is a zombie with no open descriptors left.
 func processRunning(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -88,10 +91,11 @@ func processRunning(pid int) bool {
 	}
 	// The state follows the command name in parentheses: "pid (comm) S ...".
 	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] != 'Z' {
+		return true
 	}
-	return true
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return err == nil && len(fds) > 0
 }
 
 // isOurBinary guards against killing an unrelated process that reused a pid.
