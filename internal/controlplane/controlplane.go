@@ -152,6 +152,11 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--allow-privileged=true",
 		"--profiling=false",
+		// On SIGTERM, close open watches after 2 s. Without it the apiserver
+		// waits for watch connections (every kubelet has some) until its
+		// request timeout: a restart with one fake node attached took 32 s,
+		// with this flag 2.8 s.
+		"--shutdown-watch-termination-grace-period=2s",
 	}
 }
 
