@@ -16,10 +16,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
@@ -69,6 +71,10 @@ func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Checked before the name becomes a folder under .labs/nodes.
+	if errs := validation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
+		return fmt.Errorf("--node-name %q is not a valid Node name: %s", o.nodeName, strings.Join(errs, "; "))
+	}
 	if o.kubeconfig == "" {
 		var err error
 		if o.kubeconfig, err = labenv.Kubeconfig(); err != nil {

@@ -204,6 +204,23 @@ func TestNoClusterIsAClearError(t *testing.T) {
 	}
 }
 
+// TestInvalidNodeNameIsRefused: a name the apiserver would reject (or one
+// that climbs out of .labs/nodes) fails at once, before anything starts.
+func TestInvalidNodeNameIsRefused(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	state := t.TempDir()
+	for _, name := range []string{"Bad_Name", "../escape"} {
+		out, code := testenv.RunProgram(t, bin, []string{"LABS_STATE_DIR=" + state, "KUBECONFIG=" + cp.AdminKubeconfig()}, "--node-name="+name)
+		if code == 0 || !strings.Contains(out, "not a valid Node name") {
+			t.Errorf("--node-name=%s: exit %d, output:\n%s", name, code, out)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("an invalid name left files in the state folder: %v", entries)
+	}
+}
+
 // TestBootScript: shellcheck-clean, and it stamps the same version as the
 // control plane build.
 func TestBootScript(t *testing.T) {

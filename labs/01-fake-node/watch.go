@@ -172,6 +172,9 @@ func approveServingCSRs(ctx context.Context, kubeconfig, nodeName string) {
 	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 		if err != nil {
+			if ctx.Err() != nil {
+				return true, nil // stopping: nothing to warn about
+			}
 			if !warned {
 				warned = true
 				fmt.Printf("note: cannot list CSRs with the bootstrap credentials (%v); approve the serving CSR by hand for kubectl logs/exec: kubectl get csr; kubectl certificate approve NAME\n", err)

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config describes one fake node.
@@ -47,6 +50,11 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.NodeName == "" || c.Dir == "" || c.BootstrapKubeconfig == "" {
 		return fmt.Errorf("fakenode: NodeName, Dir and BootstrapKubeconfig are required")
+	}
+	// A Node's name is a DNS subdomain. The kubelet would lowercase an
+	// invalid one and register a Node nobody waits for.
+	if errs := validation.IsDNS1123Subdomain(c.NodeName); len(errs) > 0 {
+		return fmt.Errorf("node name %q is not valid: %s", c.NodeName, strings.Join(errs, "; "))
 	}
 	if c.Address == "" {
 		c.Address = "127.0.0.1"
