@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,24 +38,7 @@ func TestStopLeavesNoProcessOrPort(t *testing.T) {
 	if err := cp.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	for name, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("%s (pid %d) still exists after Stop (kill -0: %v)", name, pid, err)
-		}
-	}
-	ours := map[int]string{}
-	for name, pid := range pids {
-		ours[pid] = name
-	}
-	for _, port := range ports {
-		// Another test may have taken the same port since: only our own
-		// components holding it would be a leak.
-		for _, pid := range testenv.ListeningPids(port) {
-			if name, ok := ours[pid]; ok {
-				t.Errorf("%s (pid %d) still listens on port %d after Stop", name, pid, port)
-			}
-		}
-	}
+	testenv.AssertGone(t, pids, ports)
 	if err := cp.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}

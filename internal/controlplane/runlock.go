@@ -71,7 +71,7 @@ func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 		fmt.Fprintf(progress, "killing leftover %s (pid %d)\n", name, pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		// Its ports are free only once it has exited.
-		for deadline := time.Now().Add(10 * time.Second); processRunning(pid) && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(10 * time.Second); ProcessRunning(pid) && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -79,12 +79,12 @@ func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 	return lock, nil
 }
 
-// processRunning is processAlive minus finished zombies: a killed process
+// ProcessRunning is processAlive minus finished zombies: a killed process
 // whose parent has not reaped it yet has released its ports. A zombie
 // *leader* of a multi-threaded process (etcd, the apiserver) can show "Z"
 // while its other threads still hold the file table, so a process counts
 // as gone only when it is a zombie with no open descriptors left.
-func processRunning(pid int) bool {
+func ProcessRunning(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false

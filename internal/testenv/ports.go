@@ -6,7 +6,39 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
+
+	"kubelet-labs/internal/controlplane"
 )
+
+// AssertGone fails the test if any of pids (component name → pid) is still
+// running after a grace of 20 s, or still listens on one of ports. A port
+// in use by someone else is not a leak: another test may have picked the
+// same free port since.
+func AssertGone(tb testing.TB, pids map[string]int, ports []int) {
+	tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for name, pid := range pids {
+		for controlplane.ProcessRunning(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if controlplane.ProcessRunning(pid) {
+			tb.Errorf("%s (pid %d) is still running", name, pid)
+		}
+	}
+	ours := map[int]string{}
+	for name, pid := range pids {
+		ours[pid] = name
+	}
+	for _, port := range ports {
+		for _, pid := range ListeningPids(port) {
+			if name, ok := ours[pid]; ok {
+				tb.Errorf("%s (pid %d) still listens on port %d", name, pid, port)
+			}
+		}
+	}
+}
 
 // ListeningPids returns the processes that listen on a TCP port (any
 // address). Tests use it to tell "our component still holds its port"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"os/exec"
@@ -100,7 +99,7 @@ func TestLabServesAndStopsCleanlyOnCtrlC(t *testing.T) {
 	if code := l.ExitCode(); code != 0 {
 		t.Errorf("exit code %d after Ctrl-C:\n%s", code, l.Output())
 	}
-	assertGone(t, pids, l.ports)
+	testenv.AssertGone(t, pids, l.ports)
 }
 
 // TestKilledLabLeavesNothingAndRestarts: kill -9 the lab; the kernel kills
@@ -112,7 +111,7 @@ func TestKilledLabLeavesNothingAndRestarts(t *testing.T) {
 	pids := l.childPids()
 	l.Signal(os.Kill)
 	l.WaitExit(time.Minute)
-	assertGone(t, pids, l.ports)
+	testenv.AssertGone(t, pids, l.ports)
 
 	again := startLab(t, stateDir)
 	again.WaitFor(t, ready, 3*time.Minute)
@@ -154,45 +153,6 @@ func TestPortInUseFails(t *testing.T) {
 	if l.ExitCode() == 0 || !strings.Contains(out, "port "+strconv.Itoa(port)+" for kube-apiserver is already in use") {
 		t.Errorf("exit %d, output:\n%s", l.ExitCode(), out)
 	}
-}
-
-func assertGone(t *testing.T, pids map[string]int, ports []int) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for name, pid := range pids {
-		for running(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if running(pid) {
-			t.Errorf("%s (pid %d) is still running", name, pid)
-		}
-	}
-	// A port in use now may belong to another test that picked the same
-	// free port since; only a listener that is ours (one of the killed
-	// components, or the lab) is a leak.
-	ours := map[int]string{}
-	for name, pid := range pids {
-		ours[pid] = name
-	}
-	for _, port := range ports {
-		for _, pid := range testenv.ListeningPids(port) {
-			if name, ok := ours[pid]; ok {
-				t.Errorf("%s (pid %d) still listens on port %d", name, pid, port)
-			}
-		}
-	}
-}
-
-// running is true for a live, non-zombie process.
-func running(pid int) bool {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	i := strings.LastIndexByte(line, ')')
-	return i < 0 || i+2 >= len(line) || line[i+2] != 'Z'
 }
 
 func freePort(t *testing.T) int {
