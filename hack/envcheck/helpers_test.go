@@ -115,7 +115,7 @@ func limaWarnings(f func()) []string {
 }
 
 // loadVM loads vm.yaml the way `limactl start` does for a new instance named
-// kubelet-labs: limayaml.Load fills Lima's defaults (FillDefault), with an
+// instanceName: limayaml.Load fills Lima's defaults (FillDefault), with an
 // override file (Lima's own mechanism, $LIMA_HOME/_config/override.yaml)
 // that picks the architecture, then limayaml.Validate. Any warning Lima logs
 // fails the test.
@@ -137,7 +137,7 @@ func loadVM(t *testing.T, arch limayaml.Arch) *limayaml.LimaYAML {
 	}
 
 	b := readRepoFile(t, "vm.yaml")
-	instFile := filepath.Join(t.TempDir(), "kubelet-labs", "lima.yaml")
+	instFile := filepath.Join(t.TempDir(), instanceName, "lima.yaml")
 	var y *limayaml.LimaYAML
 	warnings := limaWarnings(func() {
 		var err error

@@ -229,10 +229,10 @@ func TestVMYAMLTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := tmpl.Execute(&out, map[string]any{"Name": "kubelet-labs"}); err != nil {
+	if err := tmpl.Execute(&out, map[string]any{"Name": instanceName}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"limactl shell kubelet-labs", "kind create cluster --config yaml/kind-config.yaml", "export KUBECONFIG=", "docs/vm.md"} {
+	for _, s := range []string{"limactl shell " + instanceName, "kind create cluster --config yaml/kind-config.yaml", "export KUBECONFIG=", "docs/vm.md"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("message does not say %q:\n%s", s, out.String())
 		}
