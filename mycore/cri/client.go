@@ -103,6 +103,10 @@ func (c *Client) Close() error {
 	return errors.Join(c.Runtime.Close(ctx), c.Images.Close(ctx))
 }
 
+// Context returns ctx carrying the client's logger, for code that calls
+// Runtime or Images directly (mycore/runtime does).
+func (c *Client) Context(ctx context.Context) context.Context { return c.ctx(ctx) }
+
 // ctx carries our logger into the kubelet client, which takes its logger
 // from the context (klog.FromContext) on every call.
 func (c *Client) ctx(ctx context.Context) context.Context {

@@ -1,0 +1,21 @@
+// Package runtime is the container runtime as the kubelet's PLEG sees it: a
+// kubecontainer.Runtime (k8s.io/kubernetes/pkg/kubelet/container, v1.36.3)
+// over any CRI v1 endpoint — our mock (mylib/fakecri) or containerd.
+//
+// The kubelet's own implementation is kuberuntime's kubeGenericRuntimeManager
+// (pkg/kubelet/kuberuntime/kuberuntime_manager.go), built by
+// NewKubeGenericRuntimeManager from some forty dependencies. The PLEG needs
+// three of its methods only:
+//
+//   - GetPods(ctx, all): every sandbox and container, grouped into pods by
+//     the io.kubernetes.pod.* labels the kubelet put on them
+//     (kuberuntime_manager.go:456-553);
+//   - GetPod(ctx, uid): the same for one pod (:440);
+//   - GetPodStatus(ctx, pod): one PodSandboxStatus per sandbox and one
+//     ContainerStatus per container (:1998-2108, kuberuntime_container.go:650).
+//
+// This package implements those three the way kuberuntime does, and every
+// other method of the interface returns an error wrapping ErrNotImplemented,
+// so that code which reaches them fails with a sentence instead of a nil
+// pointer panic.
+package runtime
