@@ -1,0 +1,198 @@
+// Package mirror keeps one mirror pod in the apiserver for every static
+// pod of the node, as the kubelet does (Kubernetes v1.36.3):
+//
+//   - tryReconcileMirrorPods (pkg/kubelet/kubelet.go:3470-3505), which
+//     SyncPod runs on every sync of a static pod (kubelet.go:2185-2186):
+//     create the mirror pod if it is missing; if it is being deleted or
+//     no longer matches the static pod (its kubernetes.io/config.mirror
+//     hash differs from the static pod's kubernetes.io/config.hash, i.e.
+//     the manifest was edited), delete it — only that one, by UID — and
+//     create it again;
+//   - the orphan cleanup of HandlePodCleanups (pkg/kubelet/kubelet_pods.go:
+//     1317-1329), run every housekeeping period (2 s, kubelet.go:183):
+//     delete mirror pods whose static pod is gone.
+//
+// The writes go through the kubelet's own mirror client,
+// pod.NewBasicMirrorClient (pkg/kubelet/pod/mirror_client.go:61), which
+// sets the mirror annotation and the one controller ownerRef to the Node
+// (with its UID) that the NodeRestriction admission plugin demands of a
+// node creating a pod (plugin/pkg/admission/noderestriction/admission.go:
+// 277-336).
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+)
+
+// NodeGetter reads the Node from the apiserver each time: the mirror
+// client needs its UID for the ownerRef, and reconcile must not create
+// mirror pods for a Node that is being deleted. (The kubelet reads both
+// from its Node informer; a Get keeps the labs free of one more informer.)
+type NodeGetter struct {
+	Client  kubernetes.Interface
+	Timeout time.Duration // per Get; 0 = 10s
+}
+
+// Get implements the nodeGetter the mirror client asks for.
+func (g NodeGetter) Get(name string) (*v1.Node, error) {
+	timeout := g.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return g.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// NewClient is the kubelet's mirror client for node nodeName; client must
+// authenticate as system:node:NAME.
+func NewClient(client kubernetes.Interface, nodeName string) kubepod.MirrorClient {
+	return kubepod.NewBasicMirrorClient(client, nodeName, NodeGetter{Client: client})
+}
+
+// Verb says what a reconcile did to one mirror pod.
+type Verb string
+
+const (
+	Created       Verb = "create"        // the static pod had no mirror pod
+	Replaced      Verb = "delete"        // mismatching or terminating mirror deleted (by UID); created again in the same pass
+	DeletedOrphan Verb = "delete-orphan" // the static pod is gone
+	Skipped       Verb = "skip"          // nothing written, see Reason
+)
+
+// Action is one thing a reconcile did (or could not do).
+type Action struct {
+	Verb Verb
+	Pod  string // full name, "name_namespace" as the kubelet writes it
+	// Reason explains the action in one line.
+	Reason string
+	Err    error
+}
+
+func (a Action) String() string {
+	s := fmt.Sprintf("%-13s %s: %s", a.Verb, a.Pod, a.Reason)
+	if a.Err != nil {
+		s += fmt.Sprintf(" (error: %v)", a.Err)
+	}
+	return s
+}
+
+// Reconciler pairs a pod manager with a mirror client.
+type Reconciler struct {
+	NodeName string
+	// Pods is the pod manager: static pods come from the file source,
+	// mirror pods from the apiserver source.
+	Pods   kubepod.Manager
+	Client kubepod.MirrorClient
+	// Nodes tells whether the Node is being deleted (default: none is).
+	Nodes interface {
+		Get(name string) (*v1.Node, error)
+	}
+}
+
+// Reconcile runs SyncStatic for every static pod, then DeleteOrphans: one
+// pass of what the kubelet spreads over pod syncs and housekeeping.
+func (r *Reconciler) Reconcile(ctx context.Context) []Action {
+	pairs := r.Pods.GetStaticPodToMirrorPodMap()
+	statics := make([]*v1.Pod, 0, len(pairs))
+	for s := range pairs {
+		statics = append(statics, s)
+	}
+	sort.Slice(statics, func(i, j int) bool { return statics[i].Name < statics[j].Name })
+	var actions []Action
+	for _, s := range statics {
+		actions = append(actions, r.SyncStatic(ctx, s, pairs[s])...)
+	}
+	return append(actions, r.DeleteOrphans(ctx)...)
+}
+
+// SyncStatic is tryReconcileMirrorPods (kubelet.go:3472-3505) for one
+// static pod and the mirror pod the pod manager pairs with it (nil: none).
+func (r *Reconciler) SyncStatic(ctx context.Context, static, mirrorPod *v1.Pod) []Action {
+	if !kubetypes.IsStaticPod(static) {
+		return nil
+	}
+	fullName := kubecontainer.GetPodFullName(static)
+	hash := static.Annotations[kubetypes.ConfigHashAnnotationKey]
+	var actions []Action
+	deleted := false
+	if mirrorPod != nil {
+		reason := ""
+		switch {
+		case mirrorPod.DeletionTimestamp != nil:
+			reason = fmt.Sprintf("mirror pod %s is being deleted", mirrorPod.UID)
+		case !kubepod.IsMirrorPodOf(mirrorPod, static):
+			reason = fmt.Sprintf("mirror pod %s has %s=%s, the static pod now has hash %s",
+				mirrorPod.UID, kubetypes.ConfigMirrorAnnotationKey, short(mirrorPod.Annotations[kubetypes.ConfigMirrorAnnotationKey]), short(hash))
+		}
+		if reason != "" {
+			// The UID precondition deletes this mirror pod only, not a
+			// newer one somebody made meanwhile (kubelet.go:3484).
+			uid := mirrorPod.UID
+			ok, err := r.Client.DeleteMirrorPod(ctx, fullName, &uid)
+			switch {
+			case err != nil:
+				actions = append(actions, Action{Verb: Replaced, Pod: fullName, Reason: reason, Err: err})
+			case ok:
+				deleted = true
+				actions = append(actions, Action{Verb: Replaced, Pod: fullName, Reason: reason})
+			default:
+				// NotFound or a UID conflict: somebody was faster; the
+				// apiserver source will tell us what is there now.
+				actions = append(actions, Action{Verb: Skipped, Pod: fullName, Reason: reason + "; it was already gone"})
+			}
+		}
+	}
+	if mirrorPod != nil && !deleted {
+		return actions
+	}
+	if r.Nodes != nil {
+		n, err := r.Nodes.Get(r.NodeName)
+		if err != nil {
+			return append(actions, Action{Verb: Skipped, Pod: fullName, Reason: "cannot read Node " + r.NodeName, Err: err})
+		}
+		if n.DeletionTimestamp != nil {
+			return append(actions, Action{Verb: Skipped, Pod: fullName, Reason: "Node " + r.NodeName + " is being deleted"})
+		}
+	}
+	a := Action{Verb: Created, Pod: fullName, Reason: fmt.Sprintf("%s=%s, owner Node/%s", kubetypes.ConfigMirrorAnnotationKey, short(hash), r.NodeName)}
+	a.Err = r.Client.CreateMirrorPod(ctx, static)
+	return append(actions, a)
+}
+
+// DeleteOrphans deletes the mirror pods the pod manager holds without a
+// static pod of the same full name (kubelet_pods.go:1317-1329). The kubelet
+// skips those whose static pod is still terminating in the pod workers;
+// without workers nothing is terminating here.
+func (r *Reconciler) DeleteOrphans(ctx context.Context) []Action {
+	_, _, orphans := r.Pods.GetPodsAndMirrorPods()
+	sort.Strings(orphans)
+	var actions []Action
+	for _, fullName := range orphans {
+		ok, err := r.Client.DeleteMirrorPod(ctx, fullName, nil)
+		a := Action{Verb: DeletedOrphan, Pod: fullName, Reason: "no static pod of that name on this node", Err: err}
+		if err == nil && !ok {
+			a.Verb, a.Reason = Skipped, "orphaned mirror pod already gone"
+		}
+		actions = append(actions, a)
+	}
+	return actions
+}
+
+// short is the first 8 characters of a hash, enough to tell two apart.
+func short(h string) string {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}
