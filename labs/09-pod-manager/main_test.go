@@ -57,7 +57,9 @@ func startLab(t *testing.T, nodeName string) (<-chan seen, *testenv.SyncBuffer) 
 		s.orphans = orphans
 		events <- s
 	}
-	go func() { errc <- run(ctx, options{kubeconfig: cp.AdminKubeconfig(), nodeName: nodeName, timeout: time.Minute}, out, observe) }()
+	go func() {
+		errc <- run(ctx, options{kubeconfig: cp.AdminKubeconfig(), nodeName: nodeName, timeout: time.Minute}, out, observe)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-errc; err != nil {
