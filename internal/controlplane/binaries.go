@@ -24,11 +24,13 @@ type Binary struct {
 	// version is read from go.mod, so the progress line names the version
 	// that is really built.
 	Module string
-	// ColdEstimate is an upper bound of a first build on a 2-core machine
-	// with empty Go caches, so nobody takes a silent multi-minute compile
-	// for a hang. Measured on a fresh 2-core machine: kube-apiserver alone
-	// took 4m14s, all four 7.5 min (after `go run` had compiled lab 00
-	// itself: 2.5 min more).
+	// ColdEstimate is an upper bound of a first build on an idle 2-core
+	// machine with empty Go caches, so nobody takes a silent multi-minute
+	// compile for a hang. Measured on a fresh 2-core machine: kube-apiserver
+	// alone took 4m14s, all four 7.5 min (after `go run` had compiled lab 00
+	// itself: 2.5 min more). On a busy machine it takes longer: with other
+	// builds competing for the cores we saw kube-controller-manager 2m36s
+	// and kubectl 2m6s.
 	ColdEstimate time.Duration
 }
 
@@ -38,7 +40,7 @@ var Binaries = []Binary{
 	{Name: "etcd", Package: "go.etcd.io/etcd/server/v3", Module: "go.etcd.io/etcd/server/v3", ColdEstimate: time.Minute},
 	{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver", ColdEstimate: 5 * time.Minute},
 	{Name: "kube-controller-manager", Package: "k8s.io/kubernetes/cmd/kube-controller-manager", ColdEstimate: 2 * time.Minute},
-	{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", ColdEstimate: time.Minute},
+	{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", ColdEstimate: 90 * time.Second},
 }
 
 // ColdBuildEstimate is the sum of the per-binary estimates: what a first
@@ -147,7 +149,7 @@ func EnsureBinaries(moduleRoot, binDir string, progress io.Writer) error {
 
 	missing := MissingBinaries(binDir) // another process may have built them while we waited
 	for i, b := range missing {
-		est := fmt.Sprintf(" (first build: up to ~%s on 2 cores with empty Go caches; later: seconds)", b.ColdEstimate.Round(time.Second))
+		est := fmt.Sprintf(" (first build: up to ~%s on 2 idle cores with empty Go caches; later: seconds)", b.ColdEstimate.Round(time.Second))
 		fmt.Fprintf(progress, "building %s %s [%d/%d]%s...\n", b.Name, b.Version(moduleRoot), i+1, len(missing), est)
 		start := time.Now()
 		if err := goBuild(moduleRoot, binDir, b); err != nil {
