@@ -27,6 +27,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -100,9 +101,15 @@ type Reconciler struct {
 	}
 }
 
-// Reconcile runs SyncStatic for every static pod, then DeleteOrphans: one
-// pass of what the kubelet spreads over pod syncs and housekeeping.
+// Reconcile runs SyncStaticPods, then DeleteOrphans: one pass of what the
+// kubelet spreads over pod syncs and housekeeping.
 func (r *Reconciler) Reconcile(ctx context.Context) []Action {
+	return append(r.SyncStaticPods(ctx), r.DeleteOrphans(ctx)...)
+}
+
+// SyncStaticPods runs SyncStatic for every static pod in the pod manager,
+// as the kubelet's SyncPod does for each static pod it syncs.
+func (r *Reconciler) SyncStaticPods(ctx context.Context) []Action {
 	pairs := r.Pods.GetStaticPodToMirrorPodMap()
 	statics := make([]*v1.Pod, 0, len(pairs))
 	for s := range pairs {
@@ -113,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) []Action {
 	for _, s := range statics {
 		actions = append(actions, r.SyncStatic(ctx, s, pairs[s])...)
 	}
-	return append(actions, r.DeleteOrphans(ctx)...)
+	return actions
 }
 
 // SyncStatic is tryReconcileMirrorPods (kubelet.go:3472-3505) for one
@@ -167,6 +174,12 @@ func (r *Reconciler) SyncStatic(ctx context.Context, static, mirrorPod *v1.Pod) 
 	}
 	a := Action{Verb: Created, Pod: fullName, Reason: fmt.Sprintf("%s=%s, owner Node/%s", kubetypes.ConfigMirrorAnnotationKey, short(hash), r.NodeName)}
 	a.Err = r.Client.CreateMirrorPod(ctx, static)
+	if apierrors.IsAlreadyExists(a.Err) {
+		// Made by an earlier pass (or it is the old one on its way out):
+		// the pod manager learns of it when the apiserver source
+		// delivers it, and the next pass compares it.
+		a = Action{Verb: Skipped, Pod: fullName, Reason: "a pod of that name exists already; waiting for the apiserver source to deliver it"}
+	}
 	return append(actions, a)
 }
 

@@ -99,6 +99,10 @@ func TestMirrorLifecycle(t *testing.T) {
 		t.Errorf("owner %+v, want controller Node/%s uid %s", o, nodeName, j.Node.UID)
 	}
 
+	// Before the apiserver source delivers it, another pass finds the name
+	// taken and waits.
+	mustVerbs(t, r.SyncStaticPods(ctx), "skip")
+
 	// 2. The apiserver source delivers it: nothing to do.
 	pm.AddPod(m1)
 	mustVerbs(t, r.Reconcile(ctx), "")

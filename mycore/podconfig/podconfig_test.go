@@ -2,6 +2,7 @@ package podconfig
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -153,5 +154,24 @@ func TestManagerHandler(t *testing.T) {
 	}
 	if _, ok := pm.GetPodByUID(types.UID("hash1")); !ok {
 		t.Error("removing the mirror removed the static pod")
+	}
+}
+
+// TestLineLogger: errors and enabled infos become one line each; V above
+// the level is dropped; a repeated line is printed once per window.
+func TestLineLogger(t *testing.T) {
+	var lines []string
+	log := LineLogger(func(l string) { lines = append(lines, l) }, 0, time.Hour)
+	bad := errors.New("invalid pod: name is needed for the pod")
+	log.Error(bad, "Could not process manifest file", "path", "/m/bad.yaml")
+	log.Error(bad, "Could not process manifest file", "path", "/m/bad.yaml") // the next relist
+	log.V(3).Info("Reading config file", "path", "/m/ok.yaml")
+	log.WithName("mirror").Info("Creating a mirror pod")
+	want := []string{
+		"Could not process manifest file: invalid pod: name is needed for the pod (path=/m/bad.yaml)",
+		"mirror: Creating a mirror pod",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("lines %q, want %q", lines, want)
 	}
 }
