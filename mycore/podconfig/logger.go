@@ -37,7 +37,7 @@ type lineSink struct {
 	shared      *recent
 }
 
-func (s *lineSink) Init(logr.RuntimeInfo)   {}
+func (s *lineSink) Init(logr.RuntimeInfo)  {}
 func (s *lineSink) Enabled(level int) bool { return level <= s.v }
 
 func (s *lineSink) Info(_ int, msg string, kv ...any) {
