@@ -56,6 +56,15 @@ func (c *Config) setDefaults() error {
 	if c.Dir == "" || c.BinDir == "" || c.ModuleRoot == "" {
 		return fmt.Errorf("controlplane: Dir, BinDir and ModuleRoot are required")
 	}
+	// Absolute, so the children's command lines name the state folder the
+	// way recovery looks for it (usesStateFolder).
+	for _, p := range []*string{&c.Dir, &c.BinDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
 	if c.AdminKubeconfig == "" {
 		c.AdminKubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
 	}

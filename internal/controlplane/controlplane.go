@@ -22,7 +22,7 @@ type ControlPlane struct {
 	pki  *PKI
 	lock *fileLock
 
-	mu        sync.Mutex
+	mu        sync.Mutex // guards the fields below
 	etcd      *process
 	apiserver *process
 	kcm       *process
@@ -114,7 +114,9 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.mu.Lock() // Pids and Stop read it from other goroutines
 	cp.etcd = proc
+	cp.mu.Unlock()
 	hc, err := httpsClient(p.CertFile(EtcdCAName), p.CertFile(apiserverEtcdClientName), p.KeyFile(apiserverEtcdClientName))
 	if err != nil {
 		return err
@@ -207,7 +209,9 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.mu.Lock()
 	cp.kcm = proc
+	cp.mu.Unlock()
 	hc, err := httpsClient(p.CAFile(), "", "")
 	if err != nil {
 		return err

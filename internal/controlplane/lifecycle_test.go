@@ -109,23 +109,31 @@ func TestSecondInstanceOnSameFolderIsRefused(t *testing.T) {
 	}
 }
 
+// startEtcd runs our etcd binary outside any control plane, with its data
+// in dataDir, serving plain HTTP on port: a leftover, or a sibling.
+func startEtcd(t *testing.T, binDir, dataDir string, port int) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "etcd"), "--data-dir="+dataDir,
+		"--listen-client-urls=http://127.0.0.1:"+strconv.Itoa(port), "--advertise-client-urls=http://127.0.0.1:"+strconv.Itoa(port),
+		"--listen-peer-urls=http://127.0.0.1:"+strconv.Itoa(freePort(t)))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	waitListening(t, port)
+	return cmd, exited
+}
+
 // TestRecoversFromKilledRun leaves what a kill -9 of the owner can leave: a
-// pid file and a still-running component that holds the etcd port. Start
-// must kill it and come up.
+// pid file and a still-running component of this state folder that holds
+// the etcd port. Start must kill it and come up.
 func TestRecoversFromKilledRun(t *testing.T) {
 	cfg := ownConfig(t)
 	port := freePort(t)
 	cfg.EtcdPort = port
-	leftover := exec.Command(filepath.Join(cfg.BinDir, "etcd"), "--data-dir="+t.TempDir(),
-		"--listen-client-urls=http://127.0.0.1:"+strconv.Itoa(port), "--advertise-client-urls=http://127.0.0.1:"+strconv.Itoa(port),
-		"--listen-peer-urls=http://127.0.0.1:"+strconv.Itoa(freePort(t)))
-	if err := leftover.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { leftover.Wait(); close(exited) }()
-	t.Cleanup(func() { leftover.Process.Kill(); <-exited })
-	waitListening(t, port)
+	leftover, exited := startEtcd(t, cfg.BinDir, filepath.Join(cfg.Dir, "etcd-of-the-killed-run"), port)
 	os.WriteFile(filepath.Join(cfg.Dir, "pids"), fmt.Appendf(nil, "owner 999999\netcd %d\n", leftover.Process.Pid), 0o600)
 
 	var progress strings.Builder
@@ -142,6 +150,34 @@ func TestRecoversFromKilledRun(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "did not shut down cleanly") {
 		t.Errorf("the recovery was not reported:\n%s", progress.String())
+	}
+}
+
+// TestRecoveryLeavesAReusedPidAlone: the pid file of a killed run names a
+// pid that now belongs to etcd of a sibling control plane (same binaries,
+// another state folder). Recovery must not kill it.
+func TestRecoveryLeavesAReusedPidAlone(t *testing.T) {
+	cfg := ownConfig(t)
+	sibling, exited := startEtcd(t, cfg.BinDir, filepath.Join(t.TempDir(), "etcd"), freePort(t))
+	os.WriteFile(filepath.Join(cfg.Dir, "pids"), fmt.Appendf(nil, "owner 999999\netcd %d\n", sibling.Process.Pid), 0o600)
+
+	var progress strings.Builder
+	cfg.Progress = &progress
+	cp, err := controlplane.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("did not start: %v\nprogress:\n%s", err, progress.String())
+	}
+	defer cp.Stop()
+	if strings.Contains(progress.String(), "killing") {
+		t.Errorf("recovery killed a process of another state folder:\n%s", progress.String())
+	}
+	select {
+	case <-exited:
+		t.Fatal("the sibling's etcd was killed")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "pids")); err != nil {
+		t.Errorf("the new pid file is missing: %v", err)
 	}
 }
 

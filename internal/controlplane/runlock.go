@@ -48,7 +48,10 @@ func readPids(path string) map[string]int {
 // acquireRunLock makes sure at most one control plane runs per state
 // folder, and recovers from a run that was killed (kill -9, a crashed
 // test): its children should have died with it (Pdeathsig), but if one of
-// our binaries is still alive under a recorded pid it is killed here.
+// our binaries is still alive under a recorded pid, running on this state
+// folder, it is killed here. A pid the kernel has since given to anything
+// else — another program, or a sibling control plane on another state
+// folder — is left alone.
 func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 	pidPath := filepath.Join(dir, "pids")
 	lock, err := lockFile(filepath.Join(dir, "run.lock"), false)
@@ -65,7 +68,7 @@ func acquireRunLock(dir, binDir string, progress io.Writer) (*fileLock, error) {
 	}
 	fmt.Fprintf(progress, "found state of a control plane that did not shut down cleanly (pid file %s); recovering\n", pidPath)
 	for name, pid := range stale {
-		if name == "owner" || !processAlive(pid) || !isOurBinary(pid, binDir) {
+		if name == "owner" || !processAlive(pid) || !isOurBinary(pid, binDir) || !usesStateFolder(pid, dir) {
 			continue
 		}
 		fmt.Fprintf(progress, "killing leftover %s (pid %d)\n", name, pid)
@@ -106,6 +109,30 @@ func isOurBinary(pid int, binDir string) bool {
 	}
 	abs, _ := filepath.Abs(binDir)
 	return strings.HasPrefix(exe, abs+string(filepath.Separator))
+}
+
+// usesStateFolder guards against the other half of pid reuse: every
+// control plane built from one repository runs the same binaries (the
+// shared bin folder), so a recorded pid now owned by a sibling control
+// plane on another state folder passes isOurBinary. Ours name a path inside
+// dir on their command line (etcd's --data-dir, the certificates, the
+// kubeconfigs).
+func usesStateFolder(pid int, dir string) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	inside := abs + string(filepath.Separator)
+	for _, arg := range strings.Split(string(raw), "\x00") {
+		if strings.Contains(arg, inside) {
+			return true
+		}
+	}
+	return false
 }
 
 // InUse reports whether a control plane currently runs on dir (its run lock
