@@ -1,6 +1,7 @@
 // Package labenv is what every lab's main.go shares: finding the cluster
 // (KUBECONFIG or the embedded control plane's admin kubeconfig), checking it
-// answers, and exiting with a clear message when something is missing.
+// answers, checking a node name before it becomes a folder, and exiting with
+// a clear message when something is missing.
 package labenv
 
 import (
@@ -8,17 +9,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kubelet-labs/internal/state"
 )
 
-// Kubeconfig returns the kubeconfig path a lab should use: $KUBECONFIG if
-// set, else the admin kubeconfig lab 00 writes into the state folder.
+// Kubeconfig returns where a lab finds its cluster: $KUBECONFIG if set —
+// one file, or a list of files joined by ':' that is merged the way kubectl
+// merges it — else the admin kubeconfig lab 00 writes into the state folder.
 func Kubeconfig() (string, error) {
 	if p := os.Getenv("KUBECONFIG"); p != "" {
 		return p, nil
@@ -33,16 +39,60 @@ func Kubeconfig() (string, error) {
 	return p, nil
 }
 
-// RESTConfig loads a kubeconfig (path "" = Kubeconfig()) and checks that the
-// apiserver answers, so a lab fails in one line instead of a retry loop.
-func RESTConfig(ctx context.Context, path string) (*rest.Config, error) {
+// clientConfig loads path ("" = Kubeconfig()) with client-go's own loading
+// rules, as kubectl does: one file must exist and be valid; in a list, the
+// files that exist are merged (for a map key, the first file that sets it
+// wins; current-context comes from the first file that has one) and the
+// missing ones are skipped — but not all of them.
+func clientConfig(path string) (clientcmd.ClientConfig, string, error) {
 	if path == "" {
 		var err error
 		if path, err = Kubeconfig(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	files := filepath.SplitList(path)
+	rules := &clientcmd.ClientConfigLoadingRules{}
+	if len(files) == 1 {
+		rules.ExplicitPath = files[0]
+	} else {
+		rules.Precedence = files
+		found := false
+		for _, f := range files {
+			if _, err := os.Stat(f); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			return nil, path, fmt.Errorf("bad kubeconfig %s: none of these files exists", path)
+		}
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}), path, nil
+}
+
+// Load returns the client configuration of path ("" = Kubeconfig(), and a
+// list is merged), without contacting the cluster.
+func Load(path string) (*rest.Config, error) {
+	cc, path, err := clientConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("bad kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// RESTConfig loads a kubeconfig (path "" = Kubeconfig(); a list is merged
+// as kubectl does) and checks that the apiserver answers, so a lab fails in
+// one line instead of a retry loop.
+func RESTConfig(ctx context.Context, path string) (*rest.Config, error) {
+	cc, path, err := clientConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("bad kubeconfig %s: %w", path, err)
 	}
@@ -56,6 +106,40 @@ func RESTConfig(ctx context.Context, path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("the cluster in %s (%s) is not reachable or not ready: %w; is `go run ./labs/00-cluster` running?", path, cfg.Host, err)
 	}
 	return cfg, nil
+}
+
+// WriteFlat writes the kubeconfig that path ("" = Kubeconfig(); a list is
+// merged) resolves to as one self-contained file (0600): the current
+// context only, certificates embedded — what `kubectl config view
+// --minify --flatten` prints. For programs that take exactly one file,
+// like the kubelet's --bootstrap-kubeconfig.
+func WriteFlat(path, out string) error {
+	cc, path, err := clientConfig(path)
+	if err != nil {
+		return err
+	}
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return fmt.Errorf("bad kubeconfig %s: %w", path, err)
+	}
+	if err := clientcmdapi.MinifyConfig(&raw); err != nil {
+		return fmt.Errorf("bad kubeconfig %s: %w", path, err)
+	}
+	if err := clientcmdapi.FlattenConfig(&raw); err != nil {
+		return fmt.Errorf("bad kubeconfig %s: %w", path, err)
+	}
+	return clientcmd.WriteToFile(raw, out)
+}
+
+// CheckNodeName refuses a name the apiserver would reject for a Node (a
+// lowercase DNS subdomain) before it becomes a folder in the state folder:
+// "../x" must not climb out of it, and "Bad_Name" would make the kubelet
+// register a name nobody waits for.
+func CheckNodeName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("--node-name %q is not a valid Node name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Fatal prints err and exits 1: labs fail with one clear line, not a panic.

@@ -16,12 +16,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
@@ -71,9 +69,9 @@ func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// Checked before the name becomes a folder under .labs/nodes.
-	if errs := validation.IsDNS1123Subdomain(o.nodeName); len(errs) > 0 {
-		return fmt.Errorf("--node-name %q is not a valid Node name: %s", o.nodeName, strings.Join(errs, "; "))
+	// Checked before the name becomes a folder in the state folder.
+	if err := labenv.CheckNodeName(o.nodeName); err != nil {
+		return err
 	}
 	if o.kubeconfig == "" {
 		var err error
@@ -81,7 +79,8 @@ func run(o options) error {
 			return err
 		}
 	}
-	if _, err := labenv.RESTConfig(ctx, o.kubeconfig); err != nil {
+	cluster, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	if err != nil {
 		return err
 	}
 	mem, err := resource.ParseQuantity(o.memory)
@@ -105,9 +104,15 @@ func run(o options) error {
 	}
 	defer klog.Flush()
 
+	bootstrapKubeconfig, removeBootstrap, err := oneFile(o.kubeconfig, dir)
+	if err != nil {
+		return err
+	}
+	defer removeBootstrap()
+
 	start := time.Now()
 	node, err := fakenode.Start(ctx, fakenode.Config{
-		NodeName: o.nodeName, Dir: dir, BootstrapKubeconfig: o.kubeconfig, CRIEndpoint: o.criEndpoint,
+		NodeName: o.nodeName, Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig, CRIEndpoint: o.criEndpoint,
 		Address: o.address, Port: o.port, NodeIP: o.nodeIP, NodeLeaseDuration: o.leaseDuration, MaxPods: o.maxPods, CPUs: o.cpus, MemoryBytes: uint64(mem.Value()),
 	})
 	if err != nil {
@@ -123,7 +128,7 @@ func run(o options) error {
 		o.nodeName, kubeletVersion(), runtime, logFile, net.JoinHostPort(o.address, fmt.Sprint(o.port)))
 
 	if o.approveServe {
-		go approveServingCSRs(ctx, o.kubeconfig, o.nodeName)
+		go approveServingCSRs(ctx, cluster, o.nodeName)
 	}
 
 	w := &watcher{nodeName: o.nodeName, start: start}
@@ -132,10 +137,16 @@ func run(o options) error {
 
 	select {
 	case err := <-ready:
+		if ctx.Err() != nil {
+			return stopped(o.nodeName) // Ctrl-C before the node was Ready
+		}
 		if err != nil {
 			return fmt.Errorf("%w (kubelet log: %s)", err, logFile)
 		}
 	case err := <-node.Err():
+		if ctx.Err() != nil {
+			return stopped(o.nodeName)
+		}
 		return kubeletFailed(err, logFile)
 	}
 
@@ -148,11 +159,39 @@ func run(o options) error {
 
 	select {
 	case <-ctx.Done():
-		fmt.Printf("\nstopping %s. The Node object stays and turns NotReady after the grace period; remove it with: kubectl delete node %s\n", o.nodeName, o.nodeName)
-		return nil
+		return stopped(o.nodeName)
 	case err := <-node.Err():
+		if ctx.Err() != nil {
+			return stopped(o.nodeName)
+		}
 		return kubeletFailed(err, logFile)
 	}
+}
+
+// stopped is a clean end on Ctrl-C (or SIGTERM), at any moment: exit 0.
+func stopped(nodeName string) error {
+	fmt.Printf("\nstopping %s. If it registered, the Node object stays and turns NotReady after the grace period; remove it with: kubectl delete node %s\n", nodeName, nodeName)
+	return nil
+}
+
+// oneFile returns kubeconfig as the one file the kubelet reads. A
+// KUBECONFIG list (a:b, merged as kubectl merges it) is written flattened
+// to a private file in dir, removed by the returned func.
+func oneFile(kubeconfig, dir string) (string, func(), error) {
+	if len(filepath.SplitList(kubeconfig)) < 2 {
+		return kubeconfig, func() {}, nil
+	}
+	f, err := os.CreateTemp(dir, "merged-*.kubeconfig")
+	if err != nil {
+		return "", nil, err
+	}
+	f.Close()
+	remove := func() { os.Remove(f.Name()) }
+	if err := labenv.WriteFlat(kubeconfig, f.Name()); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return f.Name(), remove, nil
 }
 
 // kubeletVersion is what the Node will report. Release builds stamp it with

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"kubelet-labs/mylib/fakenode"
 )
@@ -159,49 +161,62 @@ func (w *watcher) podChanged(p *corev1.Pod) {
 // names in them (IPs, DNS) are claims someone must check. We check that
 // the requester is this node and that it asks only for its own name and
 // addresses of this machine.
-func approveServingCSRs(ctx context.Context, kubeconfig, nodeName string) {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+//
+// It watches CSRs of that signer only (a field selector, served by the
+// apiserver), the way a controller would, and says when it cannot.
+func approveServingCSRs(ctx context.Context, cluster *rest.Config, nodeName string) {
+	client, err := kubernetes.NewForConfig(cluster)
 	if err != nil {
+		fmt.Printf("note: cannot approve the serving CSR (%v); approve it by hand: kubectl get csr; kubectl certificate approve NAME\n", err)
 		return
 	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return
-	}
-	warned := false
-	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return true, nil // stopping: nothing to warn about
-			}
-			if !warned {
-				warned = true
-				fmt.Printf("note: cannot list CSRs with the bootstrap credentials (%v); approve the serving CSR by hand for kubectl logs/exec: kubectl get csr; kubectl certificate approve NAME\n", err)
-			}
-			return false, nil
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
+	}))
+	inf := factory.Certificates().V1().CertificateSigningRequests().Informer()
+	var lastErr string
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
+		// A watch the server ends (EOF) or one too old to resume (410) is
+		// routine: the informer lists again. Anything else is news, once.
+		if ctx.Err() != nil || errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
 		}
-		for i := range list.Items {
-			csr := &list.Items[i]
-			if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+nodeName || decided(csr) {
-				continue
-			}
-			if err := checkServingRequest(csr, nodeName); err != nil {
-				fmt.Printf("not approving %s: %v\n", csr.Name, err)
-				continue
-			}
-			csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-				Reason: "KubeletLabsApprove", Message: "lab 01 approved its own node's serving certificate",
-			})
-			if _, err := client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-				fmt.Printf("note: could not approve serving CSR %s (%v); approve it by hand: kubectl certificate approve %s\n", csr.Name, err, csr.Name)
-				continue
-			}
-			fmt.Printf("approved serving CSR %s (kubelet-serving for %s)\n", csr.Name, nodeName)
+		if msg := err.Error(); msg != lastErr {
+			lastErr = msg
+			fmt.Printf("note: cannot watch kubelet-serving CSRs (%v); the informer retries. Meanwhile approve by hand: kubectl get csr; kubectl certificate approve NAME\n", err)
 		}
-		return false, nil
 	})
+	tried := map[string]bool{} // handlers run one at a time: no lock needed
+	approve := func(obj any) {
+		csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+		if !ok || csr.Spec.Username != "system:node:"+nodeName || decided(csr) || tried[csr.Name] {
+			return
+		}
+		tried[csr.Name] = true
+		if err := checkServingRequest(csr, nodeName); err != nil {
+			fmt.Printf("not approving %s: %v\n", csr.Name, err)
+			return
+		}
+		csr = csr.DeepCopy() // the informer's copy is shared
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+			Reason: "KubeletLabsApprove", Message: "lab 01 approved its own node's serving certificate",
+		})
+		if _, err := client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+			if ctx.Err() == nil {
+				fmt.Printf("note: could not approve serving CSR %s (%v); approve it by hand: kubectl certificate approve %s\n", csr.Name, err, csr.Name)
+			}
+			return
+		}
+		fmt.Printf("approved serving CSR %s (kubelet-serving for %s)\n", csr.Name, nodeName)
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    approve,
+		UpdateFunc: func(_, obj any) { approve(obj) },
+	})
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
 }
 
 func localIPs() (map[string]bool, error) {

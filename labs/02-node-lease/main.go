@@ -100,6 +100,10 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 	if o.renewFor < 0 || o.timeout <= 0 {
 		return nil, fmt.Errorf("--renew-for must not be negative and --timeout must be positive")
 	}
+	// Before the name becomes a folder in the state folder.
+	if err := labenv.CheckNodeName(o.nodeName); err != nil {
+		return nil, err
+	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return nil, err
@@ -245,8 +249,9 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 func isTrue(c *v1.NodeCondition) bool { return c != nil && c.Status == v1.ConditionTrue }
 
 // waitReady watches the Node (as admin: the observer, like kubectl get
-// nodes -w) until its Ready condition satisfies ok, and returns it with the
-// time it was seen.
+// nodes -w) until it has a Ready condition that satisfies ok, and returns
+// it with the time it was seen. A Node without a Ready condition (just
+// created, or edited by hand) never matches.
 func waitReady(parent context.Context, admin kubernetes.Interface, name string, timeout time.Duration, ok func(*v1.NodeCondition) bool) (*v1.NodeCondition, time.Time, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -269,6 +274,9 @@ func waitReady(parent context.Context, admin kubernetes.Interface, name string, 
 			return false, nil
 		}
 		c := node.GetCondition(&n.Status, v1.NodeReady)
+		if c == nil {
+			return false, nil // not posted yet (or removed): nothing to judge
+		}
 		if ok(c) {
 			found, at = c.DeepCopy(), time.Now()
 			return true, nil

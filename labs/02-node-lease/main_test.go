@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -166,5 +167,41 @@ func TestBadInput(t *testing.T) {
 		if _, err := run(context.Background(), tc.o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
+	}
+}
+
+// TestNodeNameIsCheckedFirst: a name that is no Node name (or that would
+// climb out of the state folder) is refused before any folder exists.
+func TestNodeNameIsCheckedFirst(t *testing.T) {
+	stateDir := t.TempDir()
+	t.Setenv("LABS_STATE_DIR", stateDir)
+	for _, name := range []string{"../x", "Bad_Name"} {
+		_, err := run(context.Background(), options{nodeName: name, leaseSeconds: 40, timeout: time.Minute}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "not a valid Node name") {
+			t.Errorf("--node-name=%s: %v, want it refused", name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(stateDir); len(entries) != 0 {
+		t.Errorf("a refused name left files in the state folder: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(stateDir), "x")); err == nil {
+		t.Error("../x was created next to the state folder")
+	}
+}
+
+// TestNodeWithoutReadyCondition: a Node that has no Ready condition (made
+// by hand, or before its kubelet posted status) is waited on, not a panic.
+func TestNodeWithoutReadyCondition(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	ctx := context.Background()
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "t02-no-conditions"}}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+	notTrue := func(c *v1.NodeCondition) bool { return !isTrue(c) }
+	_, _, err := waitReady(ctx, admin, n.Name, 2*time.Second, notTrue)
+	if err == nil || !strings.Contains(err.Error(), "did not change as expected") {
+		t.Errorf("waitReady on a Node without conditions: %v, want a timeout", err)
 	}
 }

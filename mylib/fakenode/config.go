@@ -3,10 +3,12 @@ package fakenode
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -83,6 +85,10 @@ const maxSocketBase = 107 - len("/kubelet/pod-resources/kubelet.sock") - 10
 // for bind(2), and the kubelet exits (os.Exit) when its pod-resources
 // socket cannot be created. A symlink in the temp folder keeps the data
 // where it is and the socket paths short.
+//
+// The temp folder is shared by every user of the machine, so the link
+// lives in a folder only we can write (see privateTempDir): nobody else can
+// plant or swap the link that our sockets, keys and pods go through.
 func (c *Config) shortenDir() error {
 	abs, err := filepath.Abs(c.Dir)
 	if err != nil {
@@ -93,18 +99,58 @@ func (c *Config) shortenDir() error {
 		c.shortDir = abs
 		return nil
 	}
+	tooLong := func(err error) error {
+		return fmt.Errorf("node folder %s is too long for unix sockets and a short link failed: %w; set LABS_STATE_DIR to a shorter path", abs, err)
+	}
+	private, err := privateTempDir()
+	if err != nil {
+		return tooLong(err)
+	}
 	sum := sha256.Sum256([]byte(abs))
-	link := filepath.Join(os.TempDir(), "kubelet-labs-"+hex.EncodeToString(sum[:6]))
+	link := filepath.Join(private, hex.EncodeToString(sum[:6]))
 	if target, err := os.Readlink(link); err == nil && target == abs {
 		c.shortDir = link
 		return nil
 	}
-	os.Remove(link)
-	if err := os.Symlink(abs, link); err != nil {
-		return fmt.Errorf("node folder %s is too long for unix sockets and a short link failed: %w; set LABS_STATE_DIR to a shorter path", abs, err)
+	// Replace whatever is there in one step: a new link under a temporary
+	// name, renamed over the old one (rename is atomic).
+	tmp := link + ".new"
+	os.Remove(tmp)
+	if err := os.Symlink(abs, tmp); err != nil {
+		return tooLong(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return tooLong(err)
 	}
 	c.shortDir = link
 	return nil
+}
+
+// privateTempDir is $TMPDIR/kubelet-labs-UID: created 0700 if missing, and
+// if it exists it must be a real folder (not a symlink) owned by us with no
+// access for anyone else — another user could have created it first, to
+// redirect our sockets. Then we refuse instead of using it.
+func privateTempDir() (string, error) {
+	uid := os.Getuid()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("kubelet-labs-%d", uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return "", fmt.Errorf("%s is not a folder (%s)", dir, fi.Mode().Type())
+	case !ok || int(st.Uid) != uid:
+		return "", fmt.Errorf("%s belongs to another user; remove it or set TMPDIR", dir)
+	case fi.Mode().Perm() != 0o700:
+		return "", fmt.Errorf("%s has mode %s, want 0700 (only its owner may enter it); fix it with chmod 700 %s", dir, fi.Mode().Perm(), dir)
+	}
+	return dir, nil
 }
 
 // Paths inside Dir.

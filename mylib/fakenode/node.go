@@ -50,6 +50,20 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node folder: %w", err)
 	}
+	// Before anything in the folder is touched: a second process for the
+	// same node must not take the first one's runtime or certificates.
+	lock, err := lockNode(cfg.Dir, cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if started {
+			holdForever(lock) // the kubelet runs until the process exits
+		} else {
+			lock.Close() // nothing runs: the next try may take the node
+		}
+	}()
 	if err := cfg.shortenDir(); err != nil {
 		return nil, err
 	}
@@ -65,7 +79,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, done: make(chan error, 1)}
 	endpoint := cfg.CRIEndpoint
 	if endpoint == "" {
-		os.Remove(cfg.MockCRISocket()) // a socket file left by a killed run
+		// fakecri clears a socket file left by a killed run, and refuses
+		// one a live server still answers on.
 		srv, err := fakecri.Start(cfg.MockCRISocket())
 		if err != nil {
 			return nil, fmt.Errorf("start the mock CRI: %w", err)
@@ -91,6 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		err := kubeletapp.Run(ctx, server, deps, utilfeature.DefaultFeatureGate)
 		n.done <- err
 	}()
+	started = true
 	return n, nil
 }
 

@@ -1,0 +1,189 @@
+package fakenode
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// bootstrapKubeconfig is enough for Start's checks before the kubelet
+// runs: a cluster with a CA.
+func bootstrapKubeconfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "bootstrap.kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:1
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=
+users:
+- name: u
+  user: {token: abc}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+`
+	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSecondProcessForOneNodeIsRefused: while a node runs from a folder
+// (its lock is held), starting it again fails with the holder's pid and
+// touches nothing.
+func TestSecondProcessForOneNodeIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	first, err := lockNode(dir, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_, err = Start(context.Background(), Config{NodeName: "n1", Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig(t)})
+	var running *AlreadyRunningError
+	if !errors.As(err, &running) || running.Pid != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("Start = %v, want AlreadyRunningError naming pid %d", err, os.Getpid())
+	}
+	if !strings.Contains(err.Error(), "already running") {
+		t.Errorf("message: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pki")); err == nil {
+		t.Error("the refused start created the node's folders")
+	}
+	// Once the holder is gone (its process died: the kernel drops flocks),
+	// the node can start again.
+	first.Close()
+	again, err := lockNode(dir, "n1")
+	if err != nil {
+		t.Fatalf("lock after the holder closed: %v", err)
+	}
+	again.Close()
+}
+
+// TestLiveCRISocketIsKept: a live server on the node's CRI socket (left by
+// a process that escaped the lock, or anything else) is refused, not
+// deleted; the server keeps working.
+func TestLiveCRISocketIsKept(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, err = Start(context.Background(), Config{NodeName: "n1", Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig(t)})
+	if err == nil || !strings.Contains(err.Error(), "in use by a live server") {
+		t.Fatalf("Start = %v, want the live socket refused", err)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("the live socket was taken away: %v", err)
+	}
+	c.Close()
+	// The failed start released the node's lock.
+	lock, err := lockNode(dir, "n1")
+	if err != nil {
+		t.Fatalf("lock after a failed start: %v", err)
+	}
+	lock.Close()
+}
+
+func longDir(t *testing.T) string {
+	d := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-", 6), "nodes", "n1")
+	if len(d) <= maxSocketBase {
+		t.Fatalf("%s is not long enough", d)
+	}
+	return d
+}
+
+// TestShortLinkIsPrivate: the short link to a deep node folder lives in a
+// 0700 folder of ours, is reused, and a wrong link there is replaced.
+func TestShortLinkIsPrivate(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := longDir(t)
+	c := &Config{Dir: dir}
+	if err := c.shortenDir(); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Dir(c.shortDir)
+	fi, err := os.Lstat(private)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("link folder %s: %v %v, want a 0700 folder", private, fi, err)
+	}
+	if target, err := os.Readlink(c.shortDir); err != nil || target != dir {
+		t.Fatalf("link %s -> %q (%v), want %s", c.shortDir, target, err, dir)
+	}
+	if !strings.HasPrefix(c.MockCRISocket(), c.shortDir+"/") || !strings.HasPrefix(c.RootDir(), c.shortDir+"/") {
+		t.Errorf("socket %s and kubelet root %s do not go through the short link", c.MockCRISocket(), c.RootDir())
+	}
+	// A stale link (another target) is replaced, not followed.
+	os.Remove(c.shortDir)
+	if err := os.Symlink(t.TempDir(), c.shortDir); err != nil {
+		t.Fatal(err)
+	}
+	c2 := &Config{Dir: dir}
+	if err := c2.shortenDir(); err != nil {
+		t.Fatal(err)
+	}
+	if target, _ := os.Readlink(c2.shortDir); c2.shortDir != c.shortDir || target != dir {
+		t.Errorf("second run: link %s -> %s", c2.shortDir, target)
+	}
+}
+
+// TestShortLinkRefusesAnUnsafeFolder: if the link folder is open to others
+// or is a symlink someone planted, the node refuses to start.
+func TestShortLinkRefusesAnUnsafeFolder(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	private := filepath.Join(tmp, "kubelet-labs-"+strconv.Itoa(os.Getuid()))
+
+	if err := os.Mkdir(private, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(private, 0o777) // past the umask
+	err := (&Config{Dir: longDir(t)}).shortenDir()
+	if err == nil || !strings.Contains(err.Error(), "want 0700") {
+		t.Errorf("world-writable link folder: %v, want it refused", err)
+	}
+
+	os.Remove(private)
+	if err := os.Symlink(t.TempDir(), private); err != nil {
+		t.Fatal(err)
+	}
+	err = (&Config{Dir: longDir(t)}).shortenDir()
+	if err == nil || !strings.Contains(err.Error(), "not a folder") {
+		t.Errorf("planted symlink as link folder: %v, want it refused", err)
+	}
+
+	if os.Getuid() != 0 {
+		t.Log("not root: the other-owner case needs chown and is not checked here")
+		return
+	}
+	os.Remove(private)
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(private, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	err = (&Config{Dir: longDir(t)}).shortenDir()
+	if err == nil || !strings.Contains(err.Error(), "another user") {
+		t.Errorf("link folder owned by uid 4242: %v, want it refused", err)
+	}
+}
