@@ -30,8 +30,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "06-cri-mock:", err)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed, nothing failed
+	}
+	if err != nil {
+		// The same one line and exit code as labenv.Fatal, without importing
+		// labenv: it brings in client-go, which this lab (no cluster) does
+		// not otherwise need (348 packages to build instead of 659).
+		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
