@@ -22,8 +22,9 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The demo, fast: our own control plane with a 20 s grace period, nodes
-// with a 20 s lease renewed every 5 s (grace stays well above renew, see
-// DESIGN §3), 6 s of heartbeats, then silence.
+// with a 20 s lease renewed every 5 s (the grace must stay well above the
+// renew interval, or nodes flap NotReady between beats), 6 s of
+// heartbeats, then silence.
 const (
 	grace        = 20 * time.Second
 	leaseSeconds = 20

@@ -34,8 +34,9 @@ const (
 	// DefaultLeaseDurationSeconds is the kubelet's nodeLeaseDurationSeconds
 	// default: 40 s, so it renews every 10 s.
 	DefaultLeaseDurationSeconds = 40
-	// MinRenewInterval guards against the bug of the course we replace,
-	// time.Duration(40*0.25) = 10 ns: a hot loop of Lease updates.
+	// MinRenewInterval guards against a classic unit bug: multiplying the
+	// number of seconds instead of the Duration, time.Duration(40*0.25),
+	// is 10 ns — a hot loop of Lease updates.
 	MinRenewInterval = 250 * time.Millisecond
 )
 

@@ -4,7 +4,7 @@
 // setters.go (Kubernetes v1.36.3), cut down to what a node without a
 // container runtime can honestly report.
 //
-// Two rules from the course we replace:
+// Two rules that are easy to get wrong:
 //   - the Node is created only when a Get says NotFound; any other error
 //     (Forbidden, a timeout, a 500) is returned — "cannot read it" is not
 //     "it does not exist";
