@@ -18,6 +18,12 @@ import (
 	"kubelet-labs/mycore/bootstrap"
 )
 
+// The kubelet's default client rate limits.
+const (
+	KubeAPIQPS   = 50
+	KubeAPIBurst = 100
+)
+
 // JoinOptions describe a lab node to bring up. Every lab after lab 05 that
 // needs "a node that is Ready" joins through Join, so they all do it the
 // same way lab 05 teaches.
@@ -99,6 +105,11 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The kubelet's client limits: kubeAPIQPS 50, kubeAPIBurst 100
+	// (pkg/kubelet/apis/config/v1beta1/defaults.go:221-225, applied in
+	// cmd/kubelet/app/server.go:1130-1131). client-go's default, 5 QPS,
+	// would make a node that writes a few pods at once wait 200 ms a call.
+	nodeCfg.QPS, nodeCfg.Burst = KubeAPIQPS, KubeAPIBurst
 
 	// From here on, everything is done as system:node:NAME.
 	cfg := Config{Name: o.Name, Labels: map[string]string{LabLabel: o.Lab}}
