@@ -32,18 +32,19 @@ type options struct {
 	token       string // check this token instead of making one
 	description string
 	// bootstrapKubeconfig is where to write the kubelet's bootstrap
-	// kubeconfig; "" = .labs/bootstrap/bootstrap-kubelet.kubeconfig, "-" = nowhere.
+	// kubeconfig; "" = bootstrap/bootstrap-kubelet.kubeconfig in the state
+	// folder (.labs/ or $LABS_STATE_DIR), "-" = nowhere.
 	bootstrapKubeconfig string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else .labs/admin.kubeconfig from lab 00)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR, from lab 00)")
 	flag.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
 	flag.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
 	flag.StringVar(&o.token, "token", "", "do not make a token: check this one (ID.SECRET) and say who it authenticates as, or why not")
 	flag.StringVar(&o.description, "description", "kubelet-labs lab 03", "description stored in the token's Secret")
-	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default .labs/bootstrap/bootstrap-kubelet.kubeconfig; - = do not write)")
+	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default: bootstrap/bootstrap-kubelet.kubeconfig in the state folder; - = do not write)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -95,7 +96,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "bootstrap token   %s\n", tok)
-	fmt.Fprintf(out, "  shown once: it is a password until it expires at %s (in %s); the tokencleaner deletes it then\n",
+	// The token is a password: whoever holds it may post CSRs until it
+	// expires. It is printed here and on the "next:" line, stored in the
+	// Secret (readable by whoever may read Secrets in kube-system) and in
+	// the 0600 bootstrap kubeconfig: nothing pretends it is shown once.
+	fmt.Fprintf(out, "  keep it secret: it works as a password until it expires at %s (in %s); the tokencleaner deletes it then\n",
 		tok.Expires.Local().Format("15:04:05"), time.Until(tok.Expires).Round(time.Minute))
 	fmt.Fprintf(out, "  Secret          kube-system/%s (type bootstrap.kubernetes.io/token)\n", tok.SecretName())
 	fmt.Fprintf(out, "  usages          %s\n", strings.Join(tok.Usages, ", "))

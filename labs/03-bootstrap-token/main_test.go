@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -233,4 +234,73 @@ func TestProgram(t *testing.T) {
 func runLab(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
 	return testenv.RunProgram(t, testenv.BuildLab(t, "./labs/03-bootstrap-token"), env, args...)
+}
+
+// TestByHandSection runs the README's "The same by hand" block as written
+// (bash, the real kubectl v1.36.3, the state folder in LABS_STATE_DIR as in
+// the VM), then checks the hand-made token with the lab: it authenticates as
+// system:bootstrap:abcdef, in the groups its Secret names, and RBAC refuses
+// it everything but CSRs.
+func TestByHandSection(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	root, binDir := testenv.Binaries(t)
+	script := readmeBlock(t, filepath.Join(root, "labs", "03-bootstrap-token", "README.md"), "### The same by hand")
+	stateDir := t.TempDir()
+	cmd := exec.Command("bash", "-u", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir, "PATH="+binDir+":"+os.Getenv("PATH"))
+	b, _ := cmd.CombinedOutput() // the last command fails on purpose (403)
+	out := string(b)
+	t.Logf("by hand:\n%s", out)
+	for _, want := range []string{
+		"secret/bootstrap-token-abcdef created",
+		"Username    system:bootstrap:abcdef",
+		"[system:bootstrappers system:bootstrappers:kubelet-labs:auto-approve system:authenticated]",
+		"\nyes\n",
+		`Error from server (Forbidden): nodes is forbidden: User "system:bootstrap:abcdef" cannot list resource "nodes"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the by-hand block does not print %q", want)
+		}
+	}
+	if info, err := os.Stat(filepath.Join(stateDir, "bootstrap", "by-hand.kubeconfig")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("by-hand kubeconfig in the state folder: %v %v", info, err)
+	}
+
+	o := labOptions(t)
+	o.token = "abcdef.0123456789abcdef"
+	var lab bytes.Buffer
+	if err := run(context.Background(), o, &lab); err != nil {
+		t.Fatalf("the lab refuses the hand-made token: %v", err)
+	}
+	for _, want := range []string{"username        system:bootstrap:abcdef", "groups          system:bootstrappers, " + bootstrap.AutoApproveGroup + ", system:authenticated"} {
+		if !strings.Contains(lab.String(), want) {
+			t.Errorf("lab output lacks %q:\n%s", want, lab.String())
+		}
+	}
+}
+
+// readmeBlock returns the first ```sh block after the line heading.
+func readmeBlock(t *testing.T, path, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("%s has no %q", path, heading)
+	}
+	text = text[i:]
+	start := strings.Index(text, "\n```sh\n")
+	if start < 0 {
+		t.Fatalf("no sh block after %q in %s", heading, path)
+	}
+	text = text[start+len("\n```sh\n"):]
+	end := strings.Index(text, "\n```")
+	if end < 0 {
+		t.Fatalf("unterminated sh block after %q in %s", heading, path)
+	}
+	return text[:end]
 }
