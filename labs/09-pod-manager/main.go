@@ -89,6 +89,9 @@ func run(ctx context.Context, o options, w io.Writer, observe observer) error {
 
 	// 4. syncLoopIteration, config branch only: one update, one handler.
 	for u := range updates {
+		if u.Op == kubetypes.ADD && len(u.Pods) > 1 {
+			out.printf("%-9s %d pods in one update: the source's first list (after a restart, every pod arrives this way)", "ADD", len(u.Pods))
+		}
 		for _, p := range u.Pods {
 			old, _ := pods.GetPodByUID(p.UID)
 			out.printf("%s", describeOp(u, p, old))
