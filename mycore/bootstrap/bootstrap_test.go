@@ -5,8 +5,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,21 +38,6 @@ func TestNodeClientUsages(t *testing.T) {
 	}
 }
 
-// TestNodeCSRName: same key and subject → same name (a restarted kubelet
-// finds its CSR); another key or node → another name.
-func TestNodeCSRName(t *testing.T) {
-	k1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	u := NodeClientUsages(k1)
-	a, _ := NodeCSRName(k1.Public(), NodeSubject("n1"), u)
-	b, _ := NodeCSRName(k1.Public(), NodeSubject("n1"), u)
-	c, _ := NodeCSRName(k2.Public(), NodeSubject("n1"), u)
-	d, _ := NodeCSRName(k1.Public(), NodeSubject("n2"), u)
-	if a != b || a == c || a == d || !strings.HasPrefix(a, "node-csr-") {
-		t.Errorf("%s %s %s %s", a, b, c, d)
-	}
-}
-
 func TestParseApproveMode(t *testing.T) {
 	for _, ok := range []string{"auto", "admin", "manual"} {
 		if _, err := ParseApproveMode(ok); err != nil {
@@ -63,12 +46,5 @@ func TestParseApproveMode(t *testing.T) {
 	}
 	if _, err := ParseApproveMode("yes"); err == nil {
 		t.Error("accepted yes")
-	}
-}
-
-func TestCheckWithoutCredentials(t *testing.T) {
-	c := CredentialsIn(filepath.Join(t.TempDir(), "nodes", "n1"))
-	if _, err := c.Check("n1", "https://127.0.0.1:6443", nil); !errors.Is(err, ErrNoCredentials) {
-		t.Errorf("err = %v, want ErrNoCredentials", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -69,36 +70,49 @@ var ErrNoCredentials = errors.New("no node credentials")
 
 // Check says whether the stored credentials can be used as they are, like
 // the kubelet's isClientConfigStillValid (pkg/kubelet/certificate/bootstrap/
-// bootstrap.go, v1.36.3), and a little stricter: the kubeconfig must point
-// at server, the certificate must be for nodeName and chain to caPEM (a
-// certificate of another cluster is useless here).
+// bootstrap.go, v1.36.3, which only checks the validity period), and
+// stricter: the kubeconfig must point at server, hold one certificate and
+// the key that belongs to it, the certificate must be for nodeName and be a
+// client certificate that chains to caPEM and is valid now (a certificate
+// of another cluster, or an expired one, is useless here).
+//
+// Every "not usable" error wraps ErrNoCredentials, and the x509 error
+// behind it when there is one (x509.UnknownAuthorityError,
+// x509.CertificateInvalidError with Reason x509.Expired, ...). A missing
+// kubeconfig is ErrNoCredentials itself.
 func (c Credentials) Check(nodeName, server string, caPEM []byte) (*x509.Certificate, error) {
 	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoCredentials
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCredentials, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoCredentials, err)
 	}
-	var certPEM []byte
+	if len(kc.Clusters) != 1 || len(kc.AuthInfos) != 1 {
+		return nil, fmt.Errorf("%w: %s has %d clusters and %d users, want one of each", ErrNoCredentials, c.Kubeconfig, len(kc.Clusters), len(kc.AuthInfos))
+	}
+	var certPEM, keyPEM []byte
 	for _, cl := range kc.Clusters {
 		if cl.Server != server {
 			return nil, fmt.Errorf("%w: %s is for %s, not %s", ErrNoCredentials, c.Kubeconfig, cl.Server, server)
 		}
 	}
 	for _, a := range kc.AuthInfos {
-		certPEM = a.ClientCertificateData
+		certPEM, keyPEM = a.ClientCertificateData, a.ClientKeyData
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return nil, fmt.Errorf("%w: certificate and key in %s: %w", ErrNoCredentials, c.Kubeconfig, err)
 	}
 	certs, err := certutil.ParseCertsPEM(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCredentials, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoCredentials, err)
 	}
 	cert := certs[0]
 	if want := NodeSubject(nodeName).CommonName; cert.Subject.CommonName != want {
 		return nil, fmt.Errorf("%w: certificate is for %s, not %s", ErrNoCredentials, cert.Subject.CommonName, want)
 	}
 	if err := VerifyClientCert(cert, caPEM); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCredentials, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoCredentials, err)
 	}
 	return cert, nil
 }

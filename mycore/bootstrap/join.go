@@ -54,6 +54,17 @@ type JoinResult struct {
 	Elapsed time.Duration
 }
 
+// ValidateNodeName accepts what the apiserver accepts as a Node name (a
+// lowercase DNS-1123 subdomain). Labs call it before they make the node's
+// state folder: a name like "../x" would otherwise name a folder outside
+// nodes/.
+func ValidateNodeName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("node name %q is not valid: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // Join turns a bootstrap token into node credentials: what the kubelet does
 // with --bootstrap-kubeconfig before it starts (LoadClientCert in
 // pkg/kubelet/certificate/bootstrap/bootstrap.go, v1.36.3).
@@ -66,8 +77,8 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if o.Approve == "" {
 		o.Approve = ApproveAuto
 	}
-	if errs := validation.IsDNS1123Subdomain(o.NodeName); len(errs) > 0 {
-		return nil, fmt.Errorf("node name %q is not valid: %s", o.NodeName, strings.Join(errs, "; "))
+	if err := ValidateNodeName(o.NodeName); err != nil {
+		return nil, err
 	}
 	if o.TokenTTL == 0 {
 		o.TokenTTL = 10 * time.Minute
@@ -93,7 +104,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 		if !errors.Is(err, ErrNoCredentials) {
 			return nil, err
 		}
-		if err.Error() != ErrNoCredentials.Error() {
+		if err != ErrNoCredentials { // wrapped: Check says why they are not usable
 			logf("credentials %s not usable (%v): bootstrapping again", res.Creds.Dir, err)
 		}
 	}
