@@ -2,7 +2,6 @@ package podworkers
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -98,10 +97,10 @@ func syncMethod(state kubelet.PodWorkerState, reason string) string {
 const runtimePodReason = "runtime pod"
 
 // emit queues an event for OnEvent, filling in what the pod's status
-// knows. Call with w.mu held: events are queued in the order the state
-// changed.
+// knows. Call with w.mu held, and release it with w.unlock, which
+// delivers the event.
 func (w *Workers) emit(s *podStatus, uid types.UID, e Event) {
-	if w.events == nil {
+	if w.opts.OnEvent == nil {
 		return
 	}
 	e.UID, e.Pod = uid, s.name
@@ -111,16 +110,16 @@ func (w *Workers) emit(s *podStatus, uid types.UID, e Event) {
 	if s.terminationRequested() {
 		e.GracePeriod = s.gracePeriod
 	}
-	w.events.push(e)
+	w.queued = append(w.queued, e)
 }
 
 // emitSync reports that a Syncer method is about to run.
 func (w *Workers) emitSync(uid types.UID, work kubelet.PodWorkerState, u kubelet.UpdatePodOptions, waited time.Duration) {
-	if w.events == nil {
+	if w.opts.OnEvent == nil {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -132,61 +131,32 @@ func (w *Workers) emitSync(uid types.UID, work kubelet.PodWorkerState, u kubelet
 	w.emit(s, uid, e)
 }
 
-// eventQueue delivers events to OnEvent from one goroutine, in order,
-// without ever blocking the workers.
-type eventQueue struct {
-	fn    func(Event)
-	mu    sync.Mutex
-	items []Event
-	wake  chan struct{}
-	done  chan struct{}
-	exit  chan struct{}
-}
-
-func newEventQueue(fn func(Event)) *eventQueue {
-	q := &eventQueue{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{}), exit: make(chan struct{})}
-	go q.run()
-	return q
-}
-
-func (q *eventQueue) push(e Event) {
-	q.mu.Lock()
-	q.items = append(q.items, e)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+// unlock releases w.mu, then hands the events queued while it was held to
+// OnEvent, on this goroutine, before returning: a worker's Sync event is
+// delivered before its Syncer runs. Events are numbered under w.mu and
+// delivered strictly in that order across goroutines (each waits for its
+// turn without holding w.mu, so OnEvent may call the query methods).
+func (w *Workers) unlock() {
+	events := w.queued
+	if len(events) == 0 {
+		w.mu.Unlock()
+		return
 	}
-}
+	w.queued = nil
+	first := w.ticket
+	w.ticket += uint64(len(events))
+	w.mu.Unlock()
 
-func (q *eventQueue) run() {
-	defer close(q.exit)
-	for {
-		q.mu.Lock()
-		items := q.items
-		q.items = nil
-		q.mu.Unlock()
-		for _, e := range items {
-			q.fn(e)
-		}
-		if len(items) > 0 {
-			continue
-		}
-		select {
-		case <-q.wake:
-		case <-q.done:
-			q.mu.Lock()
-			left := len(q.items)
-			q.mu.Unlock()
-			if left == 0 {
-				return
-			}
-		}
+	w.deliverMu.Lock()
+	for w.delivered != first {
+		w.deliverCond.Wait()
 	}
-}
-
-// close delivers what is queued, then ends the goroutine.
-func (q *eventQueue) close() {
-	close(q.done)
-	<-q.exit
+	w.deliverMu.Unlock()
+	for _, e := range events {
+		w.opts.OnEvent(e)
+	}
+	w.deliverMu.Lock()
+	w.delivered += uint64(len(events))
+	w.deliverCond.Broadcast()
+	w.deliverMu.Unlock()
 }

@@ -21,7 +21,7 @@ func (w *Workers) SyncKnownPods(desired []*v1.Pod) map[types.UID]kubelet.PodWork
 		want[p.UID] = true
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	w.podsSynced = true
 	known := make(map[types.UID]kubelet.PodWorkerSync, len(w.pods))
 	for uid, s := range w.pods {

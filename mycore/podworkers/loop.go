@@ -104,7 +104,7 @@ func (w *Workers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 // there is nothing to do.
 func (w *Workers) startPodSync(uid types.UID) (ctx context.Context, work kubelet.PodWorkerState, u kubelet.UpdatePodOptions, ok bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, known := w.pods[uid]
 	if !known || w.stopped || s.pending == nil {
 		return nil, 0, u, false
@@ -131,7 +131,7 @@ func (w *Workers) startPodSync(uid types.UID) (ctx context.Context, work kubelet
 // function of the kill requests (:1405-1424).
 func (w *Workers) acknowledgeTerminating(uid types.UID) kubelet.PodStatusFunc {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return nil
@@ -150,7 +150,7 @@ func (w *Workers) acknowledgeTerminating(uid types.UID) kubelet.PodStatusFunc {
 // (completeSync, :1430-1453).
 func (w *Workers) completeSync(uid types.UID) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -167,7 +167,7 @@ func (w *Workers) completeSync(uid types.UID) {
 // complete; go to terminated now (completeTerminating, :1459-1483).
 func (w *Workers) completeTerminating(uid types.UID) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -185,7 +185,7 @@ func (w *Workers) completeTerminating(uid types.UID) {
 // stopped; nothing else to do, forget it (:1489-1512).
 func (w *Workers) completeTerminatingRuntimePod(uid types.UID) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -202,7 +202,7 @@ func (w *Workers) completeTerminatingRuntimePod(uid types.UID) {
 // until SyncKnownPods sees the pod is no longer wanted.
 func (w *Workers) completeTerminated(uid types.UID) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -247,7 +247,7 @@ func (w *Workers) completeWork(uid types.UID, phaseTransition bool, err error) {
 	}
 
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	s, ok := w.pods[uid]
 	if !ok {
 		return
@@ -286,6 +286,6 @@ func (w *Workers) resyncLoop() {
 				w.requeueLast(s, kubetypes.SyncPodSync)
 			}
 		}
-		w.mu.Unlock()
+		w.unlock()
 	}
 }

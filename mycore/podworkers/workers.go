@@ -45,8 +45,11 @@ type Options struct {
 	// Clock for timestamps and the resync queue (default: the real clock).
 	Clock clock.WithTicker
 	// OnEvent, if set, is told every step of every worker, in the order
-	// the steps happened, from one goroutine. It may call the query
-	// methods; it runs a little after the fact.
+	// the steps happened. It is called on the goroutine that made the step
+	// (a worker, or the caller of UpdatePod or SyncKnownPods), one call at
+	// a time, without the workers' lock: it may call the query methods,
+	// but not UpdatePod, SyncKnownPods or Stop, and it delays the step's
+	// goroutine while it runs.
 	OnEvent func(Event)
 }
 
@@ -56,7 +59,14 @@ type Workers struct {
 	ctx    context.Context // cancelled by Stop; parent of every sync's context
 	cancel context.CancelFunc
 	queue  queue.WorkQueue // when each pod is due for a resync or retry
-	events *eventQueue
+
+	// Event delivery (events.go): queued under mu, numbered by ticket,
+	// delivered in order.
+	queued      []Event
+	ticket      uint64
+	deliverMu   sync.Mutex
+	deliverCond *sync.Cond
+	delivered   uint64
 
 	mu         sync.Mutex
 	pods       map[types.UID]*podStatus
@@ -91,9 +101,7 @@ func New(opts Options) (*Workers, error) {
 		queue: queue.NewBasicWorkQueue(opts.Clock),
 		pods:  map[types.UID]*podStatus{},
 	}
-	if opts.OnEvent != nil {
-		w.events = newEventQueue(opts.OnEvent)
-	}
+	w.deliverCond = sync.NewCond(&w.deliverMu)
 	w.loops.Add(1)
 	go func() { defer w.loops.Done(); w.resyncLoop() }()
 	return w, nil
@@ -122,7 +130,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	}
 
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	if w.stopped {
 		return
 	}
@@ -292,7 +300,7 @@ func (w *Workers) requeueLast(s *podStatus, updateType kubetypes.SyncPodType) {
 }
 
 // Stop cancels every running sync and returns once every pod goroutine and
-// the resync loop have exited, and every event was delivered. Kill
+// the resync loop have exited. Kill
 // requests still waiting are not completed: their CompletedCh stays open.
 func (w *Workers) Stop() {
 	w.mu.Lock()
@@ -322,9 +330,6 @@ func (w *Workers) Stop() {
 		select {
 		case <-done:
 			w.loops.Wait()
-			if w.events != nil {
-				w.events.close()
-			}
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
