@@ -102,7 +102,7 @@ func testPod(name, nodeName string, policy v1.RestartPolicy, grace int64, comman
 		Spec: v1.PodSpec{
 			NodeName: nodeName, RestartPolicy: policy, TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken: &f,
-			Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", command}}},
+			Containers:                   []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", command}}},
 		},
 	}
 }
@@ -155,7 +155,9 @@ func TestPodLifecycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.CoreV1().Pods("default").Delete(ctx, "t10-oneshot", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}) })
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Pods("default").Delete(ctx, "t10-oneshot", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
 	waitFor(t, out, "syncer    SyncPod(create) default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
 	var id string
 	poll(t, "the pod's container running in the mock", time.Minute, func() (ok bool) { id, ok = running(l, "t10-oneshot"); return ok })
@@ -194,7 +196,9 @@ func TestPodLifecycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}) })
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
 	poll(t, "the slowstop container running", time.Minute, func() bool { _, ok := running(l, "t10-slowstop"); return ok })
 	three := int64(3)
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: &three}); err != nil {
