@@ -79,7 +79,7 @@ func NewAgent(nodeCfg *rest.Config, o AgentOptions) (*Agent, error) {
 	return &Agent{opts: o, Client: client, Heartbeat: heartbeat, RenewInterval: renew, LeaseDuration: leaseDur, closeAll: dialer.CloseAll}, nil
 }
 
-// Register creates the Node only if it does not exist (see Register).
+// Register registers the Node in the kubelet's order (see Register).
 func (a *Agent) Register(ctx context.Context) (*v1.Node, bool, error) {
 	return Register(ctx, a.Client, a.opts.Node.InitialNode(time.Now()))
 }

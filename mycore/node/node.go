@@ -5,9 +5,10 @@
 // container runtime can honestly report.
 //
 // Two rules that are easy to get wrong:
-//   - the Node is created only when a Get says NotFound; any other error
-//     (Forbidden, a timeout, a 500) is returned — "cannot read it" is not
-//     "it does not exist";
+//   - registering never confuses "cannot tell" with "does not exist": the
+//     Node is created, and an AlreadyExists answer means it was registered
+//     before (the kubelet's order); an error that says neither is returned,
+//     and nothing is deleted or recreated;
 //   - conditions are found and set by type, never by their index in the
 //     list: other writers (the node lifecycle controller, problem
 //     detectors) add and reorder conditions.
@@ -76,29 +77,40 @@ func (c Config) InitialNode(now time.Time) *v1.Node {
 	return n
 }
 
-// Register creates the Node if, and only if, it does not exist. Like the
-// kubelet's registerWithAPIServer it is safe to call on every start.
-// created says whether this call made it.
+// Register registers the Node in the kubelet's order
+// (tryRegisterWithAPIServer, pkg/kubelet/kubelet_node_status.go lines
+// 90-146, v1.36.3): Create first. Success: created. AlreadyExists: the node
+// was registered before, so Get it and go on with it. Forbidden: the node
+// may still exist (a policy can forbid creating but allow reading), so Get
+// it too — the kubelet does so unless the deprecated feature gate
+// KubeletRegistrationGetOnExistsOnly is on. Any other error is returned
+// (the kubelet retries with backoff, 100 ms doubling to 7 s). Creating
+// first lets the apiserver decide atomically whether the Node exists; no
+// Get result is ever taken to mean "absent". Safe to call on every start.
+//
+// The kubelet then reconciles a few fields of an existing Node (default
+// labels, the attach-detach annotation, extended and huge page resources)
+// with a patch; our nodes have nothing of that to reconcile, and their
+// status is posted right after.
 func Register(ctx context.Context, client kubernetes.Interface, node *v1.Node) (got *v1.Node, created bool, err error) {
 	nodes := client.CoreV1().Nodes()
-	existing, err := nodes.Get(ctx, node.Name, metav1.GetOptions{})
+	got, createErr := nodes.Create(ctx, node, metav1.CreateOptions{})
 	switch {
-	case err == nil:
-		return existing, false, nil
-	case !apierrors.IsNotFound(err):
-		// Forbidden, Unauthorized, timeouts, 5xx: we do not know whether the
-		// node exists, so we must not create one.
-		return nil, false, fmt.Errorf("get node %s: %w", node.Name, err)
+	case createErr == nil:
+		return got, true, nil
+	case !apierrors.IsAlreadyExists(createErr) && !apierrors.IsForbidden(createErr):
+		// A timeout, a 5xx, an invalid Node: we know no more than before.
+		// Returned, never guessed at.
+		return nil, false, fmt.Errorf("create node %s: %w", node.Name, createErr)
 	}
-	got, err = nodes.Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) { // somebody won the race: read theirs
-		got, err = nodes.Get(ctx, node.Name, metav1.GetOptions{})
-		return got, false, err
-	}
+	existing, err := nodes.Get(ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, false, fmt.Errorf("create node %s: %w", node.Name, err)
+		if apierrors.IsForbidden(createErr) {
+			return nil, false, fmt.Errorf("create node %s: %w (and get: %v)", node.Name, createErr, err)
+		}
+		return nil, false, fmt.Errorf("node %s exists, but get: %w", node.Name, err)
 	}
-	return got, true, nil
+	return existing, false, nil
 }
 
 // SetStatus is our list of status setters (the kubelet's

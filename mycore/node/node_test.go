@@ -73,52 +73,61 @@ func TestStatusChangedIgnoresHeartbeats(t *testing.T) {
 	}
 }
 
-// TestRegisterOnlyOnNotFound: only NotFound leads to Create.
-func TestRegisterOnlyOnNotFound(t *testing.T) {
+// TestRegisterInTheKubeletsOrder: Create first; AlreadyExists or
+// Forbidden lead to a Get of the existing Node; nothing else is guessed at,
+// and nothing is ever deleted or updated.
+func TestRegisterInTheKubeletsOrder(t *testing.T) {
 	gr := schema.GroupResource{Resource: "nodes"}
+	forbidden := apierrors.NewForbidden(gr, "n1", errors.New("no"))
+	etcdDown := apierrors.NewInternalError(errors.New("etcd down"))
 	for name, tc := range map[string]struct {
-		getErr      error
 		exists      bool
-		createErr   error
-		wantCreate  bool
+		createErr   error // besides the fake's own AlreadyExists
+		getErr      error
+		wantGets    int
 		wantCreated bool
-		wantErr     bool
+		wantErr     func(error) bool
 	}{
-		"not found → create":           {getErr: apierrors.NewNotFound(gr, "n1"), wantCreate: true, wantCreated: true},
-		"exists → no create":           {exists: true},
-		"500 → error, no create":       {getErr: apierrors.NewInternalError(errors.New("etcd down")), wantErr: true},
-		"403 → error, no create":       {getErr: apierrors.NewForbidden(gr, "n1", errors.New("no")), wantErr: true},
-		"timeout → error, no create":   {getErr: apierrors.NewTimeoutError("slow", 1), wantErr: true},
-		"lost the race → use theirs":   {getErr: apierrors.NewNotFound(gr, "n1"), createErr: apierrors.NewAlreadyExists(gr, "n1"), wantCreate: true},
-		"create forbidden → the error": {getErr: apierrors.NewNotFound(gr, "n1"), createErr: apierrors.NewForbidden(gr, "n1", errors.New("no")), wantCreate: true, wantErr: true},
+		"new: created, no get":                  {wantCreated: true},
+		"exists: AlreadyExists, get, use it":    {exists: true, wantGets: 1},
+		"500: the error, no get":                {createErr: etcdDown, wantErr: apierrors.IsInternalError},
+		"timeout: the error, no get":            {createErr: apierrors.NewTimeoutError("slow", 1), wantErr: apierrors.IsTimeout},
+		"create forbidden, node exists: use it": {exists: true, createErr: forbidden, wantGets: 1},
+		"create forbidden, get forbidden: 403":  {createErr: forbidden, getErr: forbidden, wantGets: 1, wantErr: apierrors.IsForbidden},
+		"create forbidden, no node: the 403":    {createErr: forbidden, wantGets: 1, wantErr: apierrors.IsForbidden},
+		"exists, get fails: the get's error":    {exists: true, getErr: etcdDown, wantGets: 1, wantErr: apierrors.IsInternalError},
 	} {
 		t.Run(name, func(t *testing.T) {
 			client := fake.NewClientset()
-			if tc.exists || tc.createErr != nil && apierrors.IsAlreadyExists(tc.createErr) {
+			if tc.exists {
 				client = fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 			}
-			gets := 0
-			client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
-				gets++
-				if gets == 1 && tc.getErr != nil {
+			if tc.getErr != nil {
+				client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, tc.getErr
-				}
-				return false, nil, nil
-			})
+				})
+			}
 			if tc.createErr != nil {
 				client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, tc.createErr
 				})
 			}
-			_, created, err := Register(context.Background(), client, Config{Name: "n1"}.InitialNode(time.Now()))
-			creates := 0
+			got, created, err := Register(context.Background(), client, Config{Name: "n1"}.InitialNode(time.Now()))
+			verbs := map[string]int{}
 			for _, a := range client.Actions() {
-				if a.GetVerb() == "create" {
-					creates++
-				}
+				verbs[a.GetVerb()]++
 			}
-			if (creates > 0) != tc.wantCreate || created != tc.wantCreated || (err != nil) != tc.wantErr {
-				t.Errorf("creates=%d created=%v err=%v", creates, created, err)
+			if verbs["create"] != 1 || verbs["get"] != tc.wantGets || len(verbs) > 2 {
+				t.Errorf("requests %v, want one create and %d get", verbs, tc.wantGets)
+			}
+			if created != tc.wantCreated {
+				t.Errorf("created = %v", created)
+			}
+			switch {
+			case tc.wantErr == nil && (err != nil || got == nil || got.Name != "n1"):
+				t.Errorf("got %v, err %v", got, err)
+			case tc.wantErr != nil && (err == nil || !tc.wantErr(err)):
+				t.Errorf("err = %v", err)
 			}
 		})
 	}
