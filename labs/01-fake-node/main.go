@@ -1,10 +1,12 @@
 // Lab 01 runs a fake node: the real kubelet (v1.36.3) in this process, with
 // our mock CRI and fake cAdvisor at its edges. It bootstraps its own
 // system:node:NAME certificate through a CSR, registers a Node that becomes
-// Ready, renews its Lease, and runs the pods bound to it.
+// Ready, renews its Lease, runs the pods bound to it, and serves their
+// logs and exec to the apiserver.
 //
 //	go run ./labs/01-fake-node               # or ./boot.sh
 //	kubectl apply -f yaml/nginx.yaml         # a pod with nodeName: fake-node-1
+//	kubectl logs nginx; kubectl exec nginx -- echo hi
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,26 +34,28 @@ import (
 )
 
 type options struct {
-	nodeName      string
-	kubeconfig    string
-	criEndpoint   string
-	address       string
-	port          int
-	nodeIP        string
-	leaseDuration time.Duration
-	maxPods       int
-	cpus          int
-	memory        string
-	readyTimeout  time.Duration
-	approveServe  bool
+	nodeName            string
+	kubeconfig          string
+	bootstrapKubeconfig string
+	criEndpoint         string
+	address             string
+	port                int
+	nodeIP              string
+	leaseDuration       time.Duration
+	maxPods             int
+	cpus                int
+	memory              string
+	readyTimeout        time.Duration
+	approveServe        bool
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.nodeName, "node-name", "fake-node-1", "name of the Node (and of its certificate, system:node:NAME)")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "credentials used once to bootstrap the node's own certificate (default $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster, as kubectl uses it (default $KUBECONFIG — a file or a list — else the state folder's admin.kubeconfig): checks the cluster answers, approves the serving CSR, and bootstraps the node unless --bootstrap-kubeconfig is given")
+	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials the kubelet uses once for its TLS bootstrap, as a real kubelet's --bootstrap-kubeconfig: e.g. lab 03's bootstrap-token kubeconfig (the state folder's bootstrap/bootstrap-kubelet.kubeconfig); default: the --kubeconfig credentials")
 	flag.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
-	flag.StringVar(&o.address, "address", "127.0.0.1", "address the kubelet server listens on; use the node IP for kubectl logs/exec through the apiserver")
+	flag.StringVar(&o.address, "address", fakenode.DefaultAddress, "address the kubelet server listens on: all addresses, like a real kubelet (TLS, authenticated clients, webhook authorization, no anonymous access); 127.0.0.1 keeps it on loopback, and then kubectl logs/exec cannot reach it")
 	flag.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
 	flag.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: the kubelet detects the host's address; loopback is refused)")
 	flag.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
@@ -58,7 +63,7 @@ func main() {
 	flag.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
 	flag.StringVar(&o.memory, "memory", "8Gi", "memory of the fake machine")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "give up if the node is not Ready by then")
-	flag.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the bootstrap credentials (needed for kubectl logs/exec)")
+	flag.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the --kubeconfig credentials (needed for kubectl logs/exec)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		labenv.Fatal(err)
@@ -87,12 +92,20 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--memory %q: %w", o.memory, err)
 	}
+	if net.ParseIP(o.address) == nil {
+		return fmt.Errorf("--address %q is not an IP address (0.0.0.0 = all, 127.0.0.1 = loopback only)", o.address)
+	}
 	if o.port == 0 {
-		if o.port, err = freePort(); err != nil {
+		if o.port, err = freePort(o.address); err != nil {
 			return err
 		}
 	} else if err := portFree(o.address, o.port); err != nil {
 		return err
+	}
+	if o.bootstrapKubeconfig != "" {
+		if _, err := labenv.Load(o.bootstrapKubeconfig); err != nil {
+			return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+		}
 	}
 	dir, err := state.Ensure("nodes", o.nodeName)
 	if err != nil {
@@ -104,9 +117,13 @@ func run(o options) error {
 	}
 	defer klog.Flush()
 
-	bootstrapKubeconfig, removeBootstrap, err := oneFile(o.kubeconfig, dir)
-	if err != nil {
-		return err
+	// The credentials for the kubelet's TLS bootstrap: a bootstrap token
+	// (lab 03), as a joining node has, or else the cluster's own.
+	bootstrapKubeconfig, removeBootstrap := o.bootstrapKubeconfig, func() {}
+	if bootstrapKubeconfig == "" {
+		if bootstrapKubeconfig, removeBootstrap, err = oneFile(o.kubeconfig, dir); err != nil {
+			return err
+		}
 	}
 	defer removeBootstrap()
 
@@ -124,8 +141,8 @@ func run(o options) error {
 	if node.CRI() != nil {
 		runtime = node.CRI().Endpoint() + " (our mock CRI)"
 	}
-	fmt.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  server      https://%s\n",
-		o.nodeName, kubeletVersion(), runtime, logFile, net.JoinHostPort(o.address, fmt.Sprint(o.port)))
+	fmt.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s\n  server      https://%s%s\n",
+		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address))
 
 	if o.approveServe {
 		go approveServingCSRs(ctx, cluster, o.nodeName)
@@ -150,7 +167,8 @@ func run(o options) error {
 		return kubeletFailed(err, logFile)
 	}
 
-	fmt.Printf("\npods bound to %s appear below; try:\n  kubectl apply -f yaml/nginx.yaml\n  kubectl get pods -o wide\n  kubectl delete -f yaml/nginx.yaml\nPress Ctrl-C to stop the node.\n\n", o.nodeName)
+	removeBootstrap() // used once: the node has its own certificate now
+	fmt.Printf("\npods bound to %s appear below; try:\n  kubectl apply -f yaml/nginx.yaml\n  kubectl get pods -o wide\n  kubectl logs nginx\n  kubectl exec nginx -- echo hi\n  kubectl delete -f yaml/nginx.yaml\nPress Ctrl-C to stop the node.\n\n", o.nodeName)
 	client, err := nodeClient(cfg)
 	if err != nil {
 		return err
@@ -228,8 +246,30 @@ func logToFile(path string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// listenNote says what the listen address means for kubectl logs/exec.
+func listenNote(address string) string {
+	if ip := net.ParseIP(address); ip != nil && ip.IsLoopback() {
+		return " (loopback only: kubectl logs/exec through the apiserver cannot reach it)"
+	}
+	if ip := net.ParseIP(address); ip != nil && ip.IsUnspecified() {
+		return " (all addresses, like a real kubelet)"
+	}
+	return ""
+}
+
+// reachableAt is where the apiserver connects for logs and exec: the
+// node's InternalIP (--kubelet-preferred-address-types) and its port.
+func reachableAt(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return net.JoinHostPort(a.Address, fmt.Sprint(n.Status.DaemonEndpoints.KubeletEndpoint.Port))
+		}
+	}
+	return "(no InternalIP)"
+}
+
+func freePort(address string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/state"
@@ -32,11 +39,20 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // fakeNode starts the lab as a learner would (the built program) against
 // the test control plane, with a private state folder.
 func fakeNode(t *testing.T, name string, extra ...string) (*testenv.Program, string) {
+	p, stateDir := fakeNodeWith(t, name, nil, extra...)
+	return p, filepath.Join(stateDir, "nodes", name)
+}
+
+// fakeNodeWith is fakeNode with extra environment (KUBECONFIG defaults to
+// the admin's); it returns the state folder.
+func fakeNodeWith(t *testing.T, name string, env []string, extra ...string) (*testenv.Program, string) {
+	t.Helper()
 	cp := testenv.ControlPlane(t)
 	bin := testenv.BuildLab(t, "./labs/01-fake-node")
 	stateDir := t.TempDir()
 	args := append([]string{"--node-name=" + name, "--lease-duration=20s"}, extra...)
-	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()}, args...)
+	env = append([]string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()}, env...)
+	p := testenv.StartProgram(t, bin, env, args...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(stateDir, "nodes", name, "kubelet.log"))
@@ -44,12 +60,29 @@ func fakeNode(t *testing.T, name string, extra ...string) (*testenv.Program, str
 		}
 	})
 	p.WaitFor(t, "Node "+name+" is Ready", 3*time.Minute)
-	return p, filepath.Join(stateDir, "nodes", name)
+	return p, stateDir
+}
+
+// kubectl runs the kubectl built with the control plane, as the admin.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	_, binDir := testenv.Binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.ControlPlane(t).AdminKubeconfig())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), err
 }
 
 func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	const name = "fake-node-test"
-	_, nodeDir := fakeNode(t, name)
+	p, nodeDir := fakeNode(t, name)
 	admin := testenv.AdminClient(t)
 	ctx := context.Background()
 
@@ -112,6 +145,34 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPhase(t, admin, "default", pod.Name, corev1.PodRunning)
+
+	// kubectl logs and exec: apiserver → the kubelet at the node's
+	// InternalIP (it listens on all addresses by default) → the mock CRI.
+	// The kubelet's serving certificate must be issued first.
+	p.WaitFor(t, "approved serving CSR", time.Minute)
+	var logs string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		logs, err = kubectl(t, "logs", pod.Name)
+		return err == nil && logs != "", nil
+	})
+	if want := "hello from nginx on " + name + "\n"; logs != want {
+		t.Errorf("kubectl logs nginx = %q (%v), want %q", logs, err, want)
+	}
+	if out, err := kubectl(t, "exec", pod.Name, "--", "echo", "hi"); err != nil || out != "hi\n" {
+		t.Errorf("kubectl exec nginx -- echo hi = %q (%v), want \"hi\\n\"", out, err)
+	}
+	checkServerSecurity(t, node)
+	if out, err := kubectl(t, "describe", "node", name); err != nil {
+		t.Error(err)
+	} else {
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, want := range []string{"Container Runtime Version: fakecri://", "Kubelet Version: v1.36.3", "default nginx", "Ready True"} {
+			if !strings.Contains(flat, want) {
+				t.Errorf("kubectl describe node lacks %q:\n%s", want, out)
+			}
+		}
+	}
+
 	if err := admin.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -298,4 +359,168 @@ func rss(pid int) string {
 		}
 	}
 	return "?"
+}
+
+// checkServerSecurity: the kubelet server listens on all addresses, so it
+// must refuse anyone the apiserver has not vouched for. At the node's
+// InternalIP: no client certificate → 401 (anonymous is off); the admin's
+// certificate → 200 (authenticated by the cluster CA, authorized by a
+// SubjectAccessReview). The serving certificate verifies against the
+// cluster CA for that IP.
+func checkServerSecurity(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	admin := testenv.AdminConfig(t)
+	url := "https://" + reachableAt(node) + "/pods"
+	for _, c := range []struct {
+		who  string
+		cfg  *rest.Config
+		want int
+	}{
+		{"anonymous", rest.AnonymousClientConfig(admin), http.StatusUnauthorized},
+		{"the cluster admin", admin, http.StatusOK},
+	} {
+		tlsCfg, err := rest.TLSConfigFor(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 10 * time.Second}
+		resp, err := hc.Get(url)
+		if err != nil {
+			t.Errorf("%s: GET %s: %v", c.who, url, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: GET %s = %d, want %d", c.who, url, resp.StatusCode, c.want)
+		}
+	}
+}
+
+// TestJoinsWithABootstrapToken: the node joins as a real kubelet does, with
+// lab 03's bootstrap kubeconfig (--bootstrap-kubeconfig, BOOTSTRAP_KUBECONFIG
+// in boot.sh): its client CSR is requested by system:bootstrap:<token id>,
+// auto-approved, and the node then runs as system:node:NAME.
+func TestJoinsWithABootstrapToken(t *testing.T) {
+	const name = "fake-node-token"
+	cp := testenv.ControlPlane(t)
+	stateDir := t.TempDir()
+	lab03 := testenv.BuildLab(t, "./labs/03-bootstrap-token")
+	out, code := testenv.RunProgram(t, lab03, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()})
+	if code != 0 {
+		t.Fatalf("lab 03 exit %d:\n%s", code, out)
+	}
+	bootstrapKubeconfig := filepath.Join(stateDir, "bootstrap", "bootstrap-kubelet.kubeconfig")
+	if _, err := os.Stat(bootstrapKubeconfig); err != nil {
+		t.Fatalf("lab 03 wrote no bootstrap kubeconfig: %v\n%s", err, out)
+	}
+
+	p, _ := fakeNodeWith(t, name, nil, "--bootstrap-kubeconfig="+bootstrapKubeconfig)
+	if !strings.Contains(p.Output(), "bootstrap   "+bootstrapKubeconfig) {
+		t.Errorf("the lab does not say which bootstrap credentials it uses:\n%s", p.Output())
+	}
+	admin := testenv.AdminClient(t)
+	csrs, err := admin.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, csr := range csrs.Items {
+		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+			continue
+		}
+		if block, _ := pem.Decode(csr.Spec.Request); block != nil {
+			if req, err := x509.ParseCertificateRequest(block.Bytes); err == nil && req.Subject.CommonName == "system:node:"+name {
+				found = true
+				if !strings.HasPrefix(csr.Spec.Username, "system:bootstrap:") {
+					t.Errorf("the client CSR was requested by %q, want a bootstrap token (system:bootstrap:…)", csr.Spec.Username)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no client CSR for system:node:%s", name)
+	}
+	if _, err := os.Stat(bootstrapKubeconfig); err != nil {
+		t.Errorf("the learner's bootstrap kubeconfig was removed: %v", err)
+	}
+}
+
+// TestCtrlCDuringBootstrapIsACleanStop: a node whose bootstrap cannot
+// finish (the token is unknown to the cluster) is stopped with Ctrl-C:
+// exit 0, no "is the CSR approved?" error.
+func TestCtrlCDuringBootstrapIsACleanStop(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	ca, err := os.ReadFile(cp.PKI().CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.URL(), CertificateAuthorityData: ca}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "abcdef.0123456789abcdef"} // never created
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	path := filepath.Join(t.TempDir(), "unknown-token.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + t.TempDir(), "KUBECONFIG=" + cp.AdminKubeconfig()},
+		"--node-name=fake-node-ctrl-c", "--bootstrap-kubeconfig="+path)
+	p.WaitFor(t, "is starting", time.Minute)
+	time.Sleep(2 * time.Second) // the kubelet is retrying its bootstrap now
+	p.Signal(os.Interrupt)
+	if !p.WaitExit(30 * time.Second) {
+		t.Fatalf("still running 30 s after Ctrl-C:\n%s", p.Output())
+	}
+	out := p.Output()
+	if p.ExitCode() != 0 || strings.Contains(out, "error:") || !strings.Contains(out, "stopping fake-node-ctrl-c") {
+		t.Errorf("Ctrl-C during bootstrap: exit %d, output:\n%s", p.ExitCode(), out)
+	}
+	if strings.Contains(out, " is Ready") {
+		t.Errorf("the node got Ready with an unknown token; the test proves nothing:\n%s", out)
+	}
+}
+
+// TestSecondNodeWithTheSameNameIsRefused: a second process for a running
+// node (same name, same state folder) fails at once and leaves the first
+// node's runtime alone. The first node also shows that a KUBECONFIG list
+// works: the merged credentials bootstrap it and are removed afterwards.
+func TestSecondNodeWithTheSameNameIsRefused(t *testing.T) {
+	const name = "fake-node-twice"
+	cp := testenv.ControlPlane(t)
+	list := filepath.Join(t.TempDir(), "missing") + string(os.PathListSeparator) + cp.AdminKubeconfig()
+	first, stateDir := fakeNodeWith(t, name, []string{"KUBECONFIG=" + list})
+	nodeDir := filepath.Join(stateDir, "nodes", name)
+	if merged, _ := filepath.Glob(filepath.Join(nodeDir, "merged-*.kubeconfig")); len(merged) != 0 {
+		t.Errorf("the merged admin credentials are still in the node folder: %v", merged)
+	}
+
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	out, code := testenv.RunProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()},
+		"--node-name="+name)
+	if code == 0 || !strings.Contains(out, "already running") || !strings.Contains(out, strconv.Itoa(first.Cmd.Process.Pid)) {
+		t.Errorf("second node %s: exit %d, output:\n%s", name, code, out)
+	}
+
+	// The first node still has its runtime and keeps its Lease.
+	sock := ""
+	for _, line := range strings.Split(first.Output(), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "runtime" {
+			sock = strings.TrimPrefix(f[1], "unix://")
+		}
+	}
+	if c, err := net.Dial("unix", sock); err != nil {
+		t.Errorf("the first node's CRI socket %q is gone: %v", sock, err)
+	} else {
+		c.Close()
+	}
+	admin := testenv.AdminClient(t)
+	after := time.Now()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.After(after), nil
+	})
+	if err != nil {
+		t.Error("the first node stopped renewing its Lease")
+	}
 }

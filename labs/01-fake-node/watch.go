@@ -78,6 +78,7 @@ func (w *watcher) waitReady(ctx context.Context, cfg fakenode.Config, timeout ti
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 				fmt.Printf("[%s] Node %s is Ready (%s)\n", w.since(), w.nodeName, c.Message)
+				fmt.Printf("[%s] the apiserver reaches its kubelet at https://%s (InternalIP) for logs and exec\n", w.since(), reachableAt(node))
 				return true, nil
 			}
 		}

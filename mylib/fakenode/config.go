@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// DefaultAddress is where the kubelet server listens unless told: all
+// addresses, as a real kubelet (its --address default).
+const DefaultAddress = "0.0.0.0"
+
 // Config describes one fake node.
 type Config struct {
 	// NodeName is the Node object's name and the certificate's CN suffix
@@ -28,9 +32,13 @@ type Config struct {
 	// CRIEndpoint is the runtime to use ("unix:///…"); empty = start our
 	// mock CRI in-process on Dir/cri.sock.
 	CRIEndpoint string
-	// Address is where the kubelet server listens (default 127.0.0.1) and
-	// Port its port. The apiserver reaches a kubelet (logs, exec) at the
-	// node's InternalIP, so `kubectl logs` works only when Address is that IP.
+	// Address is where the kubelet server listens and Port its port. The
+	// default, 0.0.0.0 (all addresses), is a real kubelet's: the apiserver
+	// reaches a kubelet (logs, exec, port-forward) at the node's InternalIP,
+	// so a server on 127.0.0.1 only cannot be reached that way. Listening
+	// widely is safe because every request needs TLS, an authenticated
+	// client (certificate or token) and a SubjectAccessReview that allows
+	// it; anonymous access and the read-only port are off.
 	Address string
 	Port    int
 	// NodeIP is the InternalIP the node reports; empty = the kubelet detects
@@ -59,7 +67,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("node name %q is not valid: %s", c.NodeName, strings.Join(errs, "; "))
 	}
 	if c.Address == "" {
-		c.Address = "127.0.0.1"
+		c.Address = DefaultAddress
 	}
 	if c.NodeLeaseDuration == 0 {
 		c.NodeLeaseDuration = 40 * time.Second
@@ -106,6 +114,7 @@ func (c *Config) shortenDir() error {
 	if err != nil {
 		return tooLong(err)
 	}
+	sweepDanglingLinks(private)
 	sum := sha256.Sum256([]byte(abs))
 	link := filepath.Join(private, hex.EncodeToString(sum[:6]))
 	if target, err := os.Readlink(link); err == nil && target == abs {
@@ -125,6 +134,22 @@ func (c *Config) shortenDir() error {
 	}
 	c.shortDir = link
 	return nil
+}
+
+// sweepDanglingLinks removes the links of node folders that no longer
+// exist (a removed state folder, a finished test): the folder is ours
+// alone, so nothing else can be in it.
+func sweepDanglingLinks(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			os.Remove(p)
+		}
+	}
 }
 
 // privateTempDir is $TMPDIR/kubelet-labs-UID: created 0700 if missing, and

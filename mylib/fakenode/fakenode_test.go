@@ -144,6 +144,16 @@ func TestShortLinkIsPrivate(t *testing.T) {
 	if target, _ := os.Readlink(c2.shortDir); c2.shortDir != c.shortDir || target != dir {
 		t.Errorf("second run: link %s -> %s", c2.shortDir, target)
 	}
+	// The link of a node folder that is gone is swept by the next node.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Config{Dir: longDir(t)}).shortenDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(c.shortDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dangling link %s is still there (%v)", c.shortDir, err)
+	}
 }
 
 // TestShortLinkRefusesAnUnsafeFolder: if the link folder is open to others

@@ -130,7 +130,7 @@ func (n *Node) Stop() {
 
 // kubeletServer is the kubelet's flags and configuration, as
 // `kubelet --config …` would load them, set for a node that lives in one
-// folder on 127.0.0.1.
+// folder.
 func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error) {
 	s, err := options.NewKubeletServer()
 	if err != nil {
@@ -140,7 +140,7 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	f.HostnameOverride = cfg.NodeName
 	// NodeIP is left to the kubelet's detection (the host's address): it
 	// refuses a loopback node IP (kubelet_node_status.go, validateNodeIP).
-	// The server still listens on Address only.
+	// The apiserver reaches the server there, so Address must include it.
 	f.NodeIP = cfg.NodeIP
 	f.RootDirectory = cfg.RootDir()
 	f.CertDirectory = cfg.CertDir()
@@ -156,11 +156,12 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	c.ImageServiceEndpoint = endpoint
 	c.ProviderID = "kubelet-labs://" + cfg.NodeName
 
-	// The kubelet server: TLS on loopback, clients authenticated by
-	// certificate (the apiserver's kubelet client) or token review, and
-	// authorized by SubjectAccessReview. NewKubeletServer starts from the
-	// *legacy* defaults (anonymous allowed, AlwaysAllow, read-only port
-	// 10255): every one of them is switched off here.
+	// The kubelet server: TLS on Address (all addresses by default), clients
+	// authenticated by certificate (the apiserver's kubelet client) or token
+	// review, and authorized by SubjectAccessReview. NewKubeletServer starts
+	// from the *legacy* defaults (anonymous allowed, AlwaysAllow, read-only
+	// port 10255): every one of them is switched off here, and a test
+	// checks that an anonymous request is refused.
 	c.Address = cfg.Address
 	c.Port = int32(cfg.Port)
 	c.ReadOnlyPort = 0
