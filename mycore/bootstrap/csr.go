@@ -108,6 +108,11 @@ type CSRRequest struct {
 	OnCreated func(name string, reused bool)
 	// Timeout for the certificate to be issued (default 2m).
 	Timeout time.Duration
+	// ExpirationSeconds, if not 0, is spec.expirationSeconds: the lifetime
+	// asked for. The apiserver refuses less than 600; the signer gives at
+	// most its --cluster-signing-duration (1 year by default). The kubelet
+	// asks for nothing and gets that maximum.
+	ExpirationSeconds int32
 }
 
 // CSRResult is an issued certificate.
@@ -181,8 +186,13 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 	// client-go's csr package logs "csr for this node already exists,
 	// reusing" through the context's logger; we say it ourselves (OnCreated).
 	quiet := klog.NewContext(ctx, logr.Discard())
+	var lifetime *time.Duration
+	if r.ExpirationSeconds != 0 {
+		d := time.Duration(r.ExpirationSeconds) * time.Second
+		lifetime = &d
+	}
 	reqName, uid, err := csr.RequestCertificateWithContext(quiet, r.Client, der, name,
-		certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
+		certificatesv1.KubeAPIServerClientKubeletSignerName, lifetime, usages, key)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("%w; the requester may not create CSRs: bind ClusterRole %s to it (lab 03 binds it to group system:bootstrappers)", err, NodeBootstrapperRole)

@@ -32,6 +32,9 @@ type JoinOptions struct {
 	Dir      string // credentials folder, e.g. .labs/nodes/NAME
 	Approve  ApproveMode
 	Timeout  time.Duration // for the certificate; default 2m
+	// ExpirationSeconds is the certificate lifetime to ask for
+	// (spec.expirationSeconds); 0 asks for none, as the kubelet does.
+	ExpirationSeconds int32
 	// Force requests a new certificate even if valid credentials exist.
 	Force bool
 	// Log receives one human line per step (nil: silent).
@@ -155,7 +158,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 
 	// 3. the CSR
-	req := CSRRequest{Client: bootClient, KeyPEM: keyPEM, NodeName: o.NodeName, Timeout: o.Timeout}
+	req := CSRRequest{Client: bootClient, KeyPEM: keyPEM, NodeName: o.NodeName, Timeout: o.Timeout, ExpirationSeconds: o.ExpirationSeconds}
 	req.OnCreated = func(name string, reused bool) {
 		if reused {
 			logf("csr         %s found: posted by an earlier attempt with this key (the name is a hash of key, subject and usages)", name)
@@ -204,6 +207,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	logf("certificate issued %s after the CSR was posted: CN=%s O=%s, valid until %s, issuer %s",
 		res.CSR.Elapsed.Round(10*time.Millisecond), res.Cert.Subject.CommonName, strings.Join(res.Cert.Subject.Organization, ","),
 		res.Cert.NotAfter.Format(time.RFC3339), res.Cert.Issuer.CommonName)
+	logf("lifetime    %s", Lifetime(o.ExpirationSeconds, res.Cert, time.Now()))
 
 	// 4. credentials on disk
 	if err := res.Creds.Write(server, caPEM, res.CSR.CertPEM, keyPEM); err != nil {
@@ -212,6 +216,34 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	os.Remove(res.Creds.PendingKeyFile)
 	logf("kubeconfig  %s (0600; verifies the server with the CA from %s)", res.Creds.Kubeconfig, caSource)
 	return finish(ctx, res, start, logf)
+}
+
+// Lifetime explains a certificate's validity against what was asked for:
+// the signer back-dates notBefore by 5 minutes for clock skew, gives
+// min(requested, --cluster-signing-duration) and, for lifetimes of 8 hours
+// or more, ends 5 minutes early too (pkg/controller/certificates/signer/
+// signer.go, duration; authority/policies.go, apply; v1.36.3).
+func Lifetime(requestedSeconds int32, cert *x509.Certificate, issued time.Time) string {
+	asked := "nothing requested (the kubelet asks for nothing): the signer's maximum, --cluster-signing-duration"
+	if requestedSeconds != 0 {
+		asked = fmt.Sprintf("requested %s (spec.expirationSeconds=%d)", humanDuration(time.Duration(requestedSeconds)*time.Second), requestedSeconds)
+	}
+	return fmt.Sprintf("%s; issued: notBefore %s (back-dated %s for clock skew), notAfter %s, %s from now",
+		asked, cert.NotBefore.Local().Format("15:04:05"), issued.Sub(cert.NotBefore).Round(time.Minute),
+		cert.NotAfter.Local().Format("2006-01-02 15:04:05"), humanDuration(cert.NotAfter.Sub(issued).Round(time.Minute)))
+}
+
+// humanDuration writes long durations in days: 8759h55m0s is 364d23h55m.
+func humanDuration(d time.Duration) string {
+	if d < 48*time.Hour {
+		return d.String()
+	}
+	days := d / (24 * time.Hour)
+	rest := (d - days*24*time.Hour).Round(time.Minute)
+	if rest == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%s", days, strings.TrimSuffix(rest.String(), "0s"))
 }
 
 func finish(ctx context.Context, res *JoinResult, start time.Time, logf func(string, ...any)) (*JoinResult, error) {
