@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"time"
@@ -28,15 +29,18 @@ type options struct {
 	token      string
 	approve    string
 	timeout    time.Duration
+	// expirationSeconds is spec.expirationSeconds (0: ask for nothing).
+	expirationSeconds int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
 	flag.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
 	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to request with (default: make one; in the auto-approve group only for --approve=auto)")
 	flag.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")
+	flag.IntVar(&o.expirationSeconds, "expiration-seconds", 0, "certificate lifetime to ask for (spec.expirationSeconds; at least 600); 0 asks for nothing, as the kubelet does, and gets the signer's maximum (--cluster-signing-duration, 1 year by default)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -54,10 +58,17 @@ func run(ctx context.Context, o options, out io.Writer) (*bootstrap.JoinResult, 
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout=%s: give a positive duration", o.timeout)
 	}
+	if o.expirationSeconds < 0 || o.expirationSeconds > math.MaxInt32 {
+		return nil, fmt.Errorf("--expiration-seconds=%d: want 0 (ask for nothing) or a number of seconds, at least 600", o.expirationSeconds)
+	}
 	if o.token != "" {
 		if _, err := bootstrap.ParseToken(o.token); err != nil {
 			return nil, err
 		}
+	}
+	// Before any folder is made from it: "../x" would escape nodes/.
+	if err := bootstrap.ValidateNodeName(o.nodeName); err != nil {
+		return nil, err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
@@ -70,7 +81,7 @@ func run(ctx context.Context, o options, out io.Writer) (*bootstrap.JoinResult, 
 	fmt.Fprintf(out, "CSR for node %s at %s (approve: %s)\n", o.nodeName, cfg.Host, mode)
 	res, err := bootstrap.Join(ctx, bootstrap.JoinOptions{
 		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir,
-		Approve: mode, Timeout: o.timeout,
+		Approve: mode, Timeout: o.timeout, ExpirationSeconds: int32(o.expirationSeconds),
 		Force: true, // this lab is about the CSR: always ask for a new certificate
 		Log:   func(f string, a ...any) { fmt.Fprintf(out, "  "+f+"\n", a...) },
 	})

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +29,11 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 func opts(t *testing.T, node, approve string) options {
+	// The control plane first: it finds its binaries in the real state
+	// folder, which the lab's own LABS_STATE_DIR below would hide.
+	kubeconfig := testenv.ControlPlane(t).AdminKubeconfig()
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
-	return options{kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(), nodeName: node, approve: approve, timeout: time.Minute}
+	return options{kubeconfig: kubeconfig, nodeName: node, approve: approve, timeout: time.Minute}
 }
 
 // TestAutoApprovedCertificate is the whole lab: the issued certificate is a
@@ -176,6 +180,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{func(o *options) { o.approve = "maybe" }, "want auto"},
 		{func(o *options) { o.nodeName = "Not_A_Node" }, "node name"},
+		{func(o *options) { o.nodeName = "../escape" }, "node name \"../escape\" is not valid"},
+		{func(o *options) { o.expirationSeconds = -1 }, "--expiration-seconds=-1"},
 		{func(o *options) { o.token = "short.token" }, "not a bootstrap token"},
 		{func(o *options) { o.token = "zzzzzz.0000000000000000" }, "401 Unauthorized"},
 		{func(o *options) { o.kubeconfig = "/nonexistent" }, "bad kubeconfig"},
@@ -185,6 +191,13 @@ func TestBadInput(t *testing.T) {
 		tc.o(&o)
 		if _, err := run(ctx, o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", o, err, tc.want)
+		}
+		// Refused before anything was made: no node folder, none outside nodes/.
+		state := os.Getenv("LABS_STATE_DIR")
+		for _, p := range []string{filepath.Join(state, "nodes", o.nodeName), filepath.Join(state, "escape")} {
+			if _, err := os.Stat(p); tc.want != "401 Unauthorized" && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%+v: %s exists after a refused run", o, p)
+			}
 		}
 	}
 }
@@ -245,4 +258,145 @@ func waitCSRName(t *testing.T, out *testenv.SyncBuffer, exited <-chan struct{}) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// TestExpirationSeconds: the lifetime asked for is the lifetime issued, up
+// to the signer's maximum (--cluster-signing-duration, one year on the test
+// control plane as upstream); notBefore is back-dated 5 minutes; below 600
+// seconds the apiserver refuses the CSR.
+func TestExpirationSeconds(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		seconds          int
+		wantMin, wantMax time.Duration // notAfter - now
+	}{
+		{3600, 59 * time.Minute, 61 * time.Minute},
+		{2 * 365 * 24 * 3600, 364 * 24 * time.Hour, 365 * 24 * time.Hour},
+	} {
+		o := opts(t, fmt.Sprintf("t04-life-%d", tc.seconds), "auto")
+		o.expirationSeconds = tc.seconds
+		var out bytes.Buffer
+		res, err := run(ctx, o, &out)
+		if err != nil {
+			t.Fatalf("expiration %d: %v\n%s", tc.seconds, err, out.String())
+		}
+		now := time.Now()
+		if life := res.Cert.NotAfter.Sub(now); life < tc.wantMin || life > tc.wantMax {
+			t.Errorf("expiration %ds: notAfter in %s, want %s..%s", tc.seconds, life, tc.wantMin, tc.wantMax)
+		}
+		if back := now.Sub(res.Cert.NotBefore); back < 4*time.Minute || back > 6*time.Minute {
+			t.Errorf("notBefore %s ago, want ~5m (back-dated)", back)
+		}
+		csr, err := testenv.AdminClient(t).CertificatesV1().CertificateSigningRequests().Get(ctx, res.CSR.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if csr.Spec.ExpirationSeconds == nil || int(*csr.Spec.ExpirationSeconds) != tc.seconds {
+			t.Errorf("spec.expirationSeconds = %v, want %d", csr.Spec.ExpirationSeconds, tc.seconds)
+		}
+		if !strings.Contains(lifetimeLine(out.String()), fmt.Sprintf("(spec.expirationSeconds=%d); issued: notBefore", tc.seconds)) {
+			t.Errorf("output does not say the lifetime:\n%s", out.String())
+		}
+		t.Logf("%s", lifetimeLine(out.String()))
+	}
+	o := opts(t, "t04-life-short", "auto")
+	o.expirationSeconds = 300
+	if _, err := run(ctx, o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "may not specify a duration less than 600 seconds") {
+		t.Errorf("300s: err = %v, want the apiserver's refusal", err)
+	}
+}
+
+func lifetimeLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "lifetime") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// TestByHandSections runs the README's two by-hand blocks as written (bash,
+// openssl, the real kubectl; go run of lab 03 is the built lab 03) with the
+// state folder in LABS_STATE_DIR, and checks what they print: a Pending
+// client CSR of 60m, issued after kubectl approves it, a certificate that
+// logs in as system:node:hand-node; a serving CSR that nobody approves
+// automatically, issued with its SANs after approval; NodeRestriction
+// refusing a CSR for another node's name.
+func TestByHandSections(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	root, binDir := testenv.Binaries(t)
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Fatalf("the by-hand section needs openssl (apt-get install openssl): %v", err)
+	}
+	lab03 := testenv.BuildLab(t, "./labs/03-bootstrap-token")
+	readme := filepath.Join(root, "labs", "04-csr", "README.md")
+	clientBlock := readmeBlock(t, readme, "## By hand, with openssl and kubectl")
+	servingBlock := readmeBlock(t, readme, "### Two signers for a node: client and serving")
+	stateDir := t.TempDir()
+	// `go run ./labs/03-bootstrap-token` runs the lab 03 program built above.
+	goShim := `go() { if [ "$1 $2" = "run ./labs/03-bootstrap-token" ]; then shift 2; "$LAB03" "$@"; else command go "$@"; fi; }` + "\n"
+	for i, script := range []string{clientBlock, servingBlock} {
+		cmd := exec.Command("bash", "-u", "-c", goShim+script)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir,
+			"PATH="+binDir+":"+os.Getenv("PATH"), "LAB03="+lab03)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		t.Logf("block %d (exit %v):\n%s", i+1, err, out)
+		want := []string{
+			"certificatesigningrequest.certificates.k8s.io/hand-node created",
+			"60m                 Pending",
+			"60m                 Approved,Issued",
+			"subject=O = system:nodes, CN = system:node:hand-node",
+			"TLS Web Client Authentication",
+			"hand-node.crt: OK",
+			"system:node:hand-node",
+		}
+		if i == 1 {
+			want = []string{
+				"certificatesigningrequest.certificates.k8s.io/hand-node-serving created",
+				"kubernetes.io/kubelet-serving   system:node:hand-node   <none>              Pending",
+				"TLS Web Server Authentication",
+				"DNS:hand-node, IP Address:127.0.0.1",
+				`"other-node-serving" is forbidden: can only create a node CSR with CN=system:node:hand-node`,
+			}
+		} else if err != nil {
+			t.Errorf("the client block failed: %v", err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("block %d does not print %q", i+1, w)
+			}
+		}
+	}
+	for _, f := range []string{"hand-node.key", "hand-node-serving.key", "hand-node.kubeconfig"} {
+		if info, err := os.Stat(filepath.Join(stateDir, "04-csr", "by-hand", f)); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600 in the state folder", f, info, err)
+		}
+	}
+}
+
+// readmeBlock returns the first ```sh block after the line heading.
+func readmeBlock(t *testing.T, path, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("%s has no %q", path, heading)
+	}
+	text = text[i:]
+	start := strings.Index(text, "\n```sh\n")
+	if start < 0 {
+		t.Fatalf("no sh block after %q in %s", heading, path)
+	}
+	text = text[start+len("\n```sh\n"):]
+	end := strings.Index(text, "\n```")
+	if end < 0 {
+		t.Fatalf("unterminated sh block after %q in %s", heading, path)
+	}
+	return text[:end]
 }
