@@ -1,10 +1,12 @@
 // Lab 05 joins a node to the cluster the way a kubelet does, end to end:
-// bootstrap token → CSR (approved by the controller-manager) → node
-// credentials → Node created (only if it does not exist) → status posted
+// bootstrap token → CSR (approved by the controller-manager, or by you with
+// --approve=manual) → node credentials → Node registered (created; on
+// AlreadyExists read instead) → status posted
 // with Ready=True → the real lease controller renewing every 10 s. It keeps
 // the node alive until Ctrl-C; `kubectl get nodes` shows it Ready.
 //
 //	go run ./labs/05-register-node
+//	go run ./labs/05-register-node --approve=manual   # you run kubectl certificate approve
 package main
 
 import (
@@ -39,16 +41,18 @@ type options struct {
 	forceBootstrap bool
 	timeout        time.Duration
 	noTaint        bool
+	approve        string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
 	flag.StringVar(&o.nodeName, "node-name", "lab-node-05", "name of the node to join")
-	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET from lab 03 (default: make one, 10 min, auto-approved)")
+	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
+	flag.StringVar(&o.approve, "approve", "auto", "who approves the node's CSR: auto (the controller-manager), admin (the lab, as kubectl certificate approve does) or manual (you run the kubectl certificate approve command it prints)")
 	flag.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; the lease is renewed every quarter of it (kubelet: nodeLeaseDurationSeconds)")
 	flag.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often the node status is checked (written only on change or every 5m)")
-	flag.BoolVar(&o.forceBootstrap, "force-bootstrap", false, "request a new certificate even if .labs/nodes/NAME holds valid credentials")
+	flag.BoolVar(&o.forceBootstrap, "force-bootstrap", false, "request a new certificate even if nodes/NAME in the state folder holds valid credentials")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
 	flag.BoolVar(&o.noTaint, "no-taint", false, "register without the "+node.NoRuntimeTaint.Key+" NoSchedule taint (on kind, pods could then be scheduled here and stay Pending)")
 	flag.Parse()
@@ -89,10 +93,18 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 	if o.statusEvery <= 0 || o.timeout <= 0 {
 		return fmt.Errorf("--node-status-update-frequency and --timeout must be positive")
 	}
+	approve, err := bootstrap.ParseApproveMode(o.approve)
+	if err != nil {
+		return err
+	}
 	if o.token != "" {
 		if _, err := bootstrap.ParseToken(o.token); err != nil {
 			return err
 		}
+	}
+	// Before any folder is made from it: "../x" would escape nodes/.
+	if err := bootstrap.ValidateNodeName(o.nodeName); err != nil {
+		return err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
@@ -109,7 +121,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
 	out.printf("%s TLS bootstrap", at())
 	res, err := bootstrap.Join(jctx, bootstrap.JoinOptions{
-		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir, Approve: bootstrap.ApproveAuto,
+		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir, Approve: approve,
 		Timeout: o.timeout, Force: o.forceBootstrap,
 		Log: func(f string, a ...any) { out.printf("  "+f, a...) },
 	})
@@ -162,9 +174,9 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 		return err
 	}
 	if created {
-		out.printf("%s register    Node %s created (the Get before said NotFound)", at(), n.Name)
+		out.printf("%s register    Node %s created", at(), n.Name)
 	} else {
-		out.printf("%s register    Node %s already exists (created %s): not created again", at(), n.Name, n.CreationTimestamp.Format(time.RFC3339))
+		out.printf("%s register    Node %s: create said AlreadyExists (registered %s), so we read it and go on with it", at(), n.Name, n.CreationTimestamp.Format(time.RFC3339))
 	}
 	out.printf("%s heartbeat   status every %s (written on change, or every %s); lease kube-node-lease/%s: %s, renewed every %s (= %.2f × %s)",
 		at(), o.statusEvery, node.DefaultStatusReportFrequency, o.nodeName, agent.LeaseDuration, agent.RenewInterval, lease.RenewIntervalFraction, agent.LeaseDuration)

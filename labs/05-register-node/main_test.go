@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +33,7 @@ func startLab(t *testing.T, name string, edit func(*options)) (*joined, *testenv
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
-	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, leaseSeconds: 40, statusEvery: 10 * time.Second, timeout: time.Minute}
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, leaseSeconds: 40, statusEvery: 10 * time.Second, timeout: time.Minute, approve: "auto"}
 	if edit != nil {
 		edit(&o)
 	}
@@ -209,6 +211,14 @@ func TestNodeCannotTouchAnotherNode(t *testing.T) {
 	if c := node.GetCondition(&mustGetNode(t, admin, "t05-b").Status, v1.NodeReady); c.Status != v1.ConditionTrue {
 		t.Errorf("B's Ready became %s", c.Status)
 	}
+	// The Node authorizer: a node reads only its own Node object, even
+	// listing (AuthorizeNodeWithSelectors, GA since 1.34).
+	if _, err := asA.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cannot read all nodes, only its own Node object") {
+		t.Errorf("list nodes as system:node:t05-a: %v, want Forbidden", err)
+	}
+	if l, err := asA.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=t05-a"}); err != nil || len(l.Items) != 1 {
+		t.Errorf("list its own node by field selector: %v", err)
+	}
 	// A may change itself.
 	if _, err := asA.CoreV1().Nodes().Patch(ctx, "t05-a", types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/self":"yes"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Errorf("A labels itself: %v", err)
@@ -224,10 +234,9 @@ func mustGetNode(t *testing.T, c kubernetes.Interface, name string) *v1.Node {
 	return n
 }
 
-// TestRegisterCreatesOnlyOnNotFound: a Get that fails for another reason
-// (here: 403, the bootstrap identity may not read nodes) is returned, and no
-// Node is created.
-func TestRegisterCreatesOnlyOnNotFound(t *testing.T) {
+// TestRegisterRefusedIsNotAbsent: an identity that may neither create nor
+// read nodes (a bootstrap token) gets the 403, and no Node exists after.
+func TestRegisterRefusedIsNotAbsent(t *testing.T) {
 	ctx := context.Background()
 	cp := testenv.ControlPlane(t)
 	admin := testenv.AdminClient(t)
@@ -248,10 +257,10 @@ func TestRegisterCreatesOnlyOnNotFound(t *testing.T) {
 	}
 	_, created, err := node.Register(ctx, asBootstrapper, (node.Config{Name: "t05-never"}).InitialNode(time.Now()))
 	if !apierrors.IsForbidden(err) || created {
-		t.Fatalf("Register as a bootstrapper: created=%v err=%v, want the Forbidden from Get", created, err)
+		t.Fatalf("Register as a bootstrapper: created=%v err=%v, want Forbidden", created, err)
 	}
 	if _, err := admin.CoreV1().Nodes().Get(ctx, "t05-never", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("node t05-never exists after a failed Get: %v", err)
+		t.Errorf("node t05-never exists after a refused Register: %v", err)
 	}
 }
 
@@ -353,10 +362,65 @@ func TestProgram(t *testing.T) {
 		{[]string{"--node-lease-duration-seconds=0"}, "want 1..3600"},
 		{[]string{"--token=abcdef.0000000000000000"}, "401 Unauthorized"},
 		{[]string{"--node-name=Bad_Name"}, "not valid"},
+		{[]string{"--node-name=../escape"}, `node name "../escape" is not valid`},
+		{[]string{"--approve=maybe"}, "want auto"},
 	} {
-		out, code := testenv.RunProgram(t, bin, env, tc.args...)
+		state := t.TempDir()
+		out, code := testenv.RunProgram(t, bin, []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + state}, tc.args...)
 		if code == 0 || !strings.Contains(out, tc.want) || strings.Contains(out, "panic") {
 			t.Errorf("%v: exit %d, output:\n%s", tc.args, code, out)
 		}
+		// A refused name makes no folder, inside nodes/ or outside it.
+		if strings.Contains(tc.want, "not valid") {
+			for _, p := range []string{filepath.Join(state, "nodes"), filepath.Join(state, "escape")} {
+				if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%v: %s exists after the refusal", tc.args, p)
+				}
+			}
+		}
+	}
+}
+
+// TestSecondRunReadsTheExistingNode: a node that restarts finds its Node
+// through create → AlreadyExists → get, as the kubelet does.
+func TestSecondRunReadsTheExistingNode(t *testing.T) {
+	first, _ := startLab(t, "t05-again", nil)
+	second, out := startLab(t, "t05-again", nil)
+	if !first.created || second.created {
+		t.Errorf("created: first %v, second %v; want true, false", first.created, second.created)
+	}
+	if !strings.Contains(out.String(), "register    Node t05-again: create said AlreadyExists") {
+		t.Errorf("second run does not say what happened:\n%s", out)
+	}
+}
+
+// TestManualApproval: --approve=manual makes a token outside the
+// auto-approve group, prints the kubectl command, and waits; the real
+// kubectl approves, and the node joins.
+func TestManualApproval(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	_, binDir := testenv.Binaries(t)
+	bin := testenv.BuildLab(t, "./labs/05-register-node")
+	env := []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + t.TempDir()}
+	p := testenv.StartProgram(t, bin, env, "--node-name=t05-manual", "--approve=manual")
+	p.WaitFor(t, "kubectl certificate approve node-csr-", 60*time.Second)
+	// Nobody else approves it: still no certificate a few seconds later.
+	time.Sleep(3 * time.Second)
+	if strings.Contains(p.Output(), "approved ") {
+		t.Fatalf("approved without us:\n%s", p.Output())
+	}
+	m := regexp.MustCompile(`kubectl certificate approve (node-csr-\S+)`).FindStringSubmatch(p.Output())
+	kubectl := exec.Command(filepath.Join(binDir, "kubectl"), "certificate", "approve", m[1])
+	kubectl.Env = append(os.Environ(), env...)
+	if b, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl certificate approve: %v\n%s", err, b)
+	}
+	p.WaitFor(t, "is Ready", 60*time.Second)
+	if out := p.Output(); !strings.Contains(out, "approved    KubectlApprove") || strings.Contains(out, bootstrap.AutoApproveGroup) {
+		t.Errorf("output:\n%s", out)
+	}
+	p.Signal(syscall.SIGINT)
+	if !p.WaitExit(30 * time.Second) {
+		t.Fatalf("no exit 30s after Ctrl-C:\n%s", p.Output())
 	}
 }
