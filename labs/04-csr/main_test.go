@@ -369,6 +369,11 @@ func TestByHandSections(t *testing.T) {
 			}
 		}
 	}
+	for _, d := range []string{"04-csr", filepath.Join("04-csr", "by-hand")} {
+		if info, err := os.Stat(filepath.Join(stateDir, d)); err != nil || info.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want a 0700 folder", d, info, err)
+		}
+	}
 	for _, f := range []string{"hand-node.key", "hand-node-serving.key", "hand-node.kubeconfig"} {
 		if info, err := os.Stat(filepath.Join(stateDir, "04-csr", "by-hand", f)); err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600 in the state folder", f, info, err)
