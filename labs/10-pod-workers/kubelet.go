@@ -26,7 +26,8 @@ type miniKubelet struct {
 	client  kubernetes.Interface // as system:node:NAME
 	pods    kubepod.Manager
 	workers *podworkers.Workers
-	printf  func(format string, args ...any)
+	printf  func(format string, args ...any) // every step (silent with --quiet)
+	say     func(format string, args ...any) // always printed
 
 	// finished carries the workers' Finished events to the sync loop,
 	// which deletes the pod from the apiserver if it was deleted there.
@@ -88,7 +89,7 @@ func (k *miniKubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.Pod
 			}
 			if quiet {
 				if s := summary(known); s != last {
-					k.printf("%s", s)
+					k.say("%s", s)
 					last = s
 				}
 			}

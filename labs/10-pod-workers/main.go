@@ -141,6 +141,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	stamped := func(f string, a ...any) { printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
 	k := &miniKubelet{
 		client: client, pods: kubepod.NewBasicPodManager(), printf: stamped,
+		say:      func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+f, a...) },
 		finished: make(chan podworkers.Event, 1000),
 	}
 	workers, err := podworkers.New(podworkers.Options{

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/state"
@@ -158,13 +159,26 @@ func TestPodLifecycles(t *testing.T) {
 	t.Cleanup(func() {
 		_ = admin.CoreV1().Pods("default").Delete(ctx, "t10-oneshot", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	})
-	waitFor(t, out, "syncer    SyncPod(create) default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
+	// An update right behind the create (the README's kubectl label): its
+	// sync must wait for the PLEG to see what the first one made.
+	patch := []byte(`{"metadata":{"labels":{"step":"2"}}}`)
+	if _, err := admin.CoreV1().Pods("default").Patch(ctx, "t10-oneshot", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// SyncPod(create), or SyncPod(update) when the label came before the
+	// worker started: the pending create is then replaced (coalesced).
+	waitFor(t, out, "default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
 	var id string
 	poll(t, "the pod's container running in the mock", time.Minute, func() (ok bool) { id, ok = running(l, "t10-oneshot"); return ok })
 	// The PLEG sees it and syncs the pod again; now the cache has it, so
 	// nothing is created twice.
 	waitFor(t, out, "PLEG      ContainerStarted default/t10-oneshot")
 	waitFor(t, out, "default/t10-oneshot: sandbox ")
+	poll(t, "a sync after the label update", time.Minute, func() bool {
+		o := out.String()
+		i := strings.Index(o, "UPDATE    default/t10-oneshot")
+		return i >= 0 && strings.Contains(o[i:], "default/t10-oneshot: sandbox ")
+	})
 	if strings.Count(out.String(), "RunPodSandbox") != 1 {
 		t.Errorf("the sandbox was created more than once:\n%s", out)
 	}
@@ -204,7 +218,7 @@ func TestPodLifecycles(t *testing.T) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: &three}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, "worker    transition default/t10-slowstop sync → terminating grace=3s: deletionTimestamp set (graceful delete)")
+	waitFor(t, out, "worker    transition default/t10-slowstop sync → terminating, grace 3s: deletionTimestamp set (graceful delete)")
 	waitFor(t, out, "syncer    SyncTerminatingPod default/t10-slowstop: stop 1 running container(s) with grace 3s")
 	waitFor(t, out, "worker    finished   default/t10-slowstop")
 	poll(t, "t10-slowstop gone from the apiserver", time.Minute, func() bool {

@@ -55,25 +55,25 @@ type Event struct {
 
 func (e Event) String() string {
 	s := fmt.Sprintf("%-10s %s", e.Kind, e.Pod)
+	grace := ""
+	if e.GracePeriod > 0 {
+		grace = fmt.Sprintf(", grace %ds", e.GracePeriod)
+	}
 	switch e.Kind {
 	case Transition:
-		s += fmt.Sprintf(" %s → %s", e.From, e.State)
+		s += fmt.Sprintf(" %s → %s%s", e.From, e.State, grace)
 	case Sync:
-		s += fmt.Sprintf(" %s (%s", syncMethod(e.State, e.Reason), e.UpdateType)
-		if e.State == kubelet.TerminatingPod && e.GracePeriod > 0 {
-			s += fmt.Sprintf(", grace=%ds", e.GracePeriod)
+		if e.State != kubelet.TerminatingPod {
+			grace = ""
 		}
-		s += fmt.Sprintf(") after waiting %s for the pod cache", e.Wait.Round(time.Millisecond))
-		return s
+		return s + fmt.Sprintf(" %s (%s%s) after waiting %s for the pod cache",
+			syncMethod(e.State, e.Reason), e.UpdateType, grace, e.Wait.Round(time.Millisecond))
 	case Retry:
-		s += fmt.Sprintf(" in %s: %v", e.Delay.Round(time.Millisecond), e.Err)
+		s += fmt.Sprintf(" [%s] in %s: %v", e.State, e.Delay.Round(time.Millisecond), e.Err)
 	default:
-		s += " " + e.State.String()
+		s += fmt.Sprintf(" [%s%s]", e.State, grace)
 	}
-	if e.GracePeriod > 0 && e.Kind != Sync {
-		s += fmt.Sprintf(" grace=%ds", e.GracePeriod)
-	}
-	if e.Reason != "" && e.Kind != Sync {
+	if e.Reason != "" {
 		s += ": " + e.Reason
 	}
 	return s

@@ -43,6 +43,8 @@ type Options struct {
 	// labs shorten them.
 	ResyncInterval, BackOffPeriod, SyncTick time.Duration
 	// Clock for timestamps and the resync queue (default: the real clock).
+	// It must be the PLEG's clock too: a worker's last sync time is
+	// compared with the times the PLEG writes into the cache.
 	Clock clock.WithTicker
 	// OnEvent, if set, is told every step of every worker, in the order
 	// the steps happened. It is called on the goroutine that made the step
@@ -160,7 +162,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	// one finished (:850-862).
 	if known && s.terminationRequested() && o.UpdateType == kubetypes.SyncPodCreate {
 		s.restartRequested = true
-		w.emit(s, uid, Event{Kind: Ignored, UpdateType: o.UpdateType, Reason: "create for a UID that is still terminating; it restarts after it finished"})
+		w.emit(s, uid, Event{Kind: Ignored, UpdateType: o.UpdateType, Reason: "a create for a UID that is still terminating: it may start again once finished"})
 		return
 	}
 	// Once finished, a UID never runs again until SyncKnownPods forgets it
@@ -170,7 +172,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 		if o.KillPodOptions != nil && o.KillPodOptions.CompletedCh != nil {
 			close(o.KillPodOptions.CompletedCh)
 		}
-		w.emit(s, uid, Event{Kind: Ignored, UpdateType: o.UpdateType, Reason: "finished; updates are ignored until the worker is removed"})
+		w.emit(s, uid, Event{Kind: Ignored, UpdateType: o.UpdateType, Reason: o.UpdateType.String() + " ignored: the pod is finished, its worker takes no more updates"})
 		return
 	}
 
@@ -247,7 +249,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 
 	if s.pending != nil {
 		w.emit(s, uid, Event{Kind: Coalesced, UpdateType: o.UpdateType,
-			Reason: "replaces the pending " + s.pending.UpdateType.String() + " update"})
+			Reason: o.UpdateType.String() + " replaces the pending " + s.pending.UpdateType.String() + " (only the latest update is kept)"})
 	}
 	s.pending = &o
 	s.working = true
