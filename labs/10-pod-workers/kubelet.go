@@ -38,7 +38,7 @@ type miniKubelet struct {
 
 var _ podconfig.Handler = (*miniKubelet)(nil)
 
-// syncLoop is syncLoopIteration (kubelet.go:2695-2830) with the three
+// syncLoop is syncLoopIteration (kubelet.go:2695-2815) with the three
 // channels this lab has: config updates, PLEG events, and housekeeping.
 // (The kubelet's syncCh, which drains the resync queue every second, lives
 // inside mycore/podworkers.)
@@ -112,7 +112,7 @@ func handlerFor(op kubetypes.PodOperation) string {
 }
 
 // HandlePodAdditions: into the pod manager, then a create for the worker
-// (kubelet.go:2832-2910; admission is left out: every pod is admitted).
+// (kubelet.go:2832-2908; admission is left out: every pod is admitted).
 func (k *miniKubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: k.pods}.HandlePodAdditions(ctx, pods)
 	for _, p := range pods {
@@ -121,7 +121,7 @@ func (k *miniKubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 }
 
 // HandlePodUpdates: a changed pod, or a graceful delete (DELETE is handled
-// as an UPDATE): the worker sees the deletionTimestamp (:2912-3000).
+// as an UPDATE): the worker sees the deletionTimestamp (:2912-2971).
 func (k *miniKubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: k.pods}.HandlePodUpdates(ctx, pods)
 	for _, p := range pods {
@@ -130,7 +130,7 @@ func (k *miniKubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 }
 
 // HandlePodRemoves: the pod is gone from the apiserver; kill it if it still
-// runs (deletePod, :3059-3093 and :2571-2590).
+// runs (:3059-3092, deletePod :2569-2585).
 func (k *miniKubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: k.pods}.HandlePodRemoves(ctx, pods)
 	for _, p := range pods {
@@ -146,14 +146,14 @@ func (k *miniKubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 }
 
 // HandlePodReconcile: only the status changed; the kubelet syncs the pod
-// only when its Ready condition needs fixing (:3097-3185), which a node
+// only when its Ready condition needs fixing (:3097-3184), which a node
 // that posts no status never needs.
 func (k *miniKubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: k.pods}.HandlePodReconcile(ctx, pods)
 }
 
 // HandlePodSyncs: a PLEG event (or a probe, or a resync) for a pod the
-// manager has (:3188-3212).
+// manager has (:3188-3211).
 func (k *miniKubelet) HandlePodSyncs(_ context.Context, pods []*v1.Pod) {
 	for _, p := range pods {
 		k.update(p, kubetypes.SyncPodSync)

@@ -90,7 +90,7 @@ func (s *labSyncer) createPod(ctx context.Context, pod *v1.Pod) error {
 			return err
 		}
 		s.printf("CRI       CreateContainer + StartContainer %s → %s", c.Name, short(id))
-		s.printf("          make it exit: curl --unix-socket %s -X POST http://fakecri/v1/containers/%s/exit -d '{\"exitCode\":1}'", s.control, id)
+		s.printf("          make it exit: curl -s --unix-socket %s -X POST http://fakecri/v1/containers/%s/exit -d '{\"exitCode\":1}'", s.control, id)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func (s *labSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStat
 }
 
 // SyncTerminatingRuntimePod stops a pod the runtime has and the config
-// does not, with grace 1 as the kubelet does (kubelet.go:2437-2438).
+// does not, with grace 1 as the kubelet does (kubelet.go:2438).
 func (s *labSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
 	s.printf("syncer    SyncTerminatingRuntimePod %s/%s: stop its %d container(s) with grace 1s", rp.Namespace, rp.Name, len(rp.Containers))
 	for _, c := range rp.Containers {
@@ -206,7 +206,7 @@ func (s *labSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatu
 }
 
 // isTerminal decides the pod's phase the way getPhase does
-// (kubelet_pods.go) for the two restart policies that let a pod end:
+// (kubelet_pods.go:1653) for the two restart policies that let a pod end:
 // Never ends when every container exited, OnFailure when every container
 // exited with 0. Always never ends.
 func isTerminal(pod *v1.Pod, st *kubecontainer.PodStatus) (bool, string) {

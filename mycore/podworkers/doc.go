@@ -16,14 +16,14 @@
 //
 // What it keeps from upstream:
 //   - UpdatePod coalesces: only the latest pending update is kept
-//     (pendingUpdate, :356); the worker never promises to see every
+//     (pendingUpdate, :358-364); the worker never promises to see every
 //     intermediate state, only the most recent one.
 //   - A pod that is terminating accepts only kills, and its grace period
 //     only ever decreases (calculateEffectiveGracePeriod, :1009).
 //   - A running sync is cancelled through its context when termination is
-//     requested, or the grace period shortened, during it (:998-1002).
+//     requested, or the grace period shortened, during it (:1000-1004).
 //   - Every sync first waits on the pod cache, GetNewerThan(uid,
-//     lastSyncTime) (:1286): the worker acts only on a runtime state newer
+//     lastSyncTime) (:1280-1288): the worker acts only on a runtime state newer
 //     than its own last action, which the PLEG writes.
 //   - After a sync: a phase change runs the next phase at once; an error
 //     retries after a back-off; success resyncs after a resync interval
@@ -33,10 +33,10 @@
 //     (removeTerminatedWorker, :1639).
 //
 // What it leaves out: static pods with the same full name starting in
-// order (allowPodStart, :1044), in-place resize, metrics and events.
+// order (allowPodStart, :1046), in-place resize, metrics and events.
 //
 // Two things differ on purpose. Upstream's resync is a work queue the
-// kubelet's sync loop drains every second (kubelet.go:2541, :2626); here
+// kubelet's sync loop drains every second (kubelet.go:2539-2561, :2626, :2750-2757); here
 // the workers drain it themselves, so a program without a sync loop still
 // gets retries. And upstream's workers never stop; Stop here cancels every
 // sync and returns when every goroutine has exited. GetNewerThan blocks

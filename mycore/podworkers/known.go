@@ -9,7 +9,7 @@ import (
 
 // SyncKnownPods is the workers' part of the kubelet's housekeeping
 // (HandlePodCleanups, kubelet_pods.go:1238; SyncKnownPods,
-// pod_workers.go:1595-1650). desired are all pods the kubelet should
+// pod_workers.go:1576-1630). desired are all pods the kubelet should
 // have (the pod manager's pods). Finished pods that are no longer desired,
 // or whose UID was created again, are forgotten; pods that vanished from
 // config while running or terminating are driven to the end by their
@@ -45,7 +45,7 @@ func (w *Workers) SyncKnownPods(desired []*v1.Pod) map[types.UID]kubelet.PodWork
 
 // removeTerminatedWorker forgets a finished pod, so its UID could run
 // again and its memory is freed; a pod not finished yet is instead pushed
-// towards the end (removeTerminatedWorker, :1659-1716). Reports whether
+// towards the end (removeTerminatedWorker, :1639-1693). Reports whether
 // the pod was forgotten. Call with w.mu held.
 func (w *Workers) removeTerminatedWorker(uid types.UID, s *podStatus, orphan bool) bool {
 	if !s.finished {

@@ -13,7 +13,7 @@ import (
 )
 
 // podWorkerLoop is one pod's goroutine (podWorkerLoop, pod_workers.go:
-// 1245-1400): take the pending update, wait until the pod cache is newer
+// 1245-1377): take the pending update, wait until the pod cache is newer
 // than our last sync, run the Syncer method of the pod's state, then
 // decide what comes next. It returns when the pod is finished or the
 // workers stop.
@@ -33,7 +33,7 @@ func (w *Workers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 		)
 		if u.RunningPod == nil {
 			// The gate: act only on a runtime state the PLEG recorded after
-			// our last action (:1282-1293). The first sync waits for the
+			// our last action (:1280-1288). The first sync waits for the
 			// PLEG's first relist; later ones for the next relist that
 			// follows lastSyncTime — about one relist period.
 			start := time.Now()
@@ -98,7 +98,7 @@ func (w *Workers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 	}
 }
 
-// startPodSync takes the pending update (startPodSync, :1141-1232). The
+// startPodSync takes the pending update (startPodSync, :1132-1223). The
 // update becomes the pod's active one, visible to other components, and
 // the sync gets a context that UpdatePod can cancel. ok is false when
 // there is nothing to do.
@@ -128,7 +128,7 @@ func (w *Workers) startPodSync(uid types.UID) (ctx context.Context, work kubelet
 
 // acknowledgeTerminating records that the worker saw the termination, so
 // no container will be started again, and returns the latest status
-// function of the kill requests (:1405-1424).
+// function of the kill requests (:1382-1400).
 func (w *Workers) acknowledgeTerminating(uid types.UID) kubelet.PodStatusFunc {
 	w.mu.Lock()
 	defer w.unlock()
@@ -147,7 +147,7 @@ func (w *Workers) acknowledgeTerminating(uid types.UID) kubelet.PodStatusFunc {
 
 // completeSync: SyncPod said the pod is terminal (every container exited
 // and the restart policy keeps them down): go to terminating now
-// (completeSync, :1430-1453).
+// (completeSync, :1406-1429).
 func (w *Workers) completeSync(uid types.UID) {
 	w.mu.Lock()
 	defer w.unlock()
@@ -164,7 +164,7 @@ func (w *Workers) completeSync(uid types.UID) {
 }
 
 // completeTerminating: every container is stopped. Kill requests are
-// complete; go to terminated now (completeTerminating, :1459-1483).
+// complete; go to terminated now (completeTerminating, :1435-1460).
 func (w *Workers) completeTerminating(uid types.UID) {
 	w.mu.Lock()
 	defer w.unlock()
@@ -182,7 +182,7 @@ func (w *Workers) completeTerminating(uid types.UID) {
 }
 
 // completeTerminatingRuntimePod: a pod known only to the runtime is
-// stopped; nothing else to do, forget it (:1489-1512).
+// stopped; nothing else to do, forget it (:1466-1492).
 func (w *Workers) completeTerminatingRuntimePod(uid types.UID) {
 	w.mu.Lock()
 	defer w.unlock()
@@ -198,7 +198,7 @@ func (w *Workers) completeTerminatingRuntimePod(uid types.UID) {
 }
 
 // completeTerminated: SyncTerminatedPod succeeded; the pod is finished and
-// its goroutine exits (completeTerminated, :1516-1539). The record stays
+// its goroutine exits (completeTerminated, :1496-1520). The record stays
 // until SyncKnownPods sees the pod is no longer wanted.
 func (w *Workers) completeTerminated(uid types.UID) {
 	w.mu.Lock()
@@ -219,7 +219,7 @@ func (w *Workers) closeUpdates(s *podStatus) {
 	}
 }
 
-// completeWork schedules the pod's next sync (completeWork, :1543-1585):
+// completeWork schedules the pod's next sync (completeWork, :1524-1566):
 // after a phase change the next phase is already pending; after success a
 // resync in ResyncInterval; after an error a retry in BackOffPeriod (or
 // when the error's back-off expires, as for CrashLoopBackOff), both with
@@ -264,7 +264,7 @@ func (w *Workers) completeWork(uid types.UID, phaseTransition bool, err error) {
 }
 
 // resyncLoop is the part of the kubelet's sync loop that drains the work
-// queue (syncLoopIteration's syncCh case, kubelet.go:2755-2763, and
+// queue (syncLoopIteration's syncCh case, kubelet.go:2750-2757, and
 // getPodsToSync, :2539): every SyncTick, each pod whose resync or retry is
 // due gets its last update again, as a SyncPodSync.
 func (w *Workers) resyncLoop() {

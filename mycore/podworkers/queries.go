@@ -10,7 +10,7 @@ import (
 )
 
 // The questions the rest of the kubelet asks the pod workers
-// (pod_workers.go:633-723). Before the first SyncKnownPods the workers may
+// (pod_workers.go:648-742). Before the first SyncKnownPods the workers may
 // not have seen every pod yet, so an unknown pod "could" still run.
 
 // IsPodKnownTerminated: SyncTerminatingPod succeeded for this pod.

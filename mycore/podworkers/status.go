@@ -8,7 +8,7 @@ import (
 )
 
 // podStatus is what the workers know about one pod (upstream's
-// podSyncStatus, pod_workers.go:337-448, cut to what we use). Guarded by
+// podSyncStatus, pod_workers.go:338-424, cut to what we use). Guarded by
 // Workers.mu.
 type podStatus struct {
 	name string // namespace/name, for events and snapshots
@@ -25,10 +25,10 @@ type podStatus struct {
 	// method is running right now.
 	working, syncing bool
 	// pending is the next update the goroutine will take. A newer update
-	// replaces it: only the latest state matters (:356-361).
+	// replaces it: only the latest state matters (:358-364).
 	pending *kubelet.UpdatePodOptions
 	// active is what the last sync was given, merged across updates
-	// (mergeLastUpdate, :459): the last known pod and mirror pod, the kill
+	// (mergeLastUpdate, :452): the last known pod and mirror pod, the kill
 	// options accumulated. Replayed for resyncs and phase changes.
 	active *kubelet.UpdatePodOptions
 
@@ -50,7 +50,7 @@ func (s *podStatus) terminationRequested() bool { return !s.terminatingAt.IsZero
 func (s *podStatus) terminated() bool           { return !s.terminatedAt.IsZero() }
 func (s *podStatus) started() bool              { return !s.startedAt.IsZero() }
 
-// state is the pod's place in the state machine (WorkType, :423).
+// state is the pod's place in the state machine (WorkType, :436).
 func (s *podStatus) state() kubelet.PodWorkerState {
 	switch {
 	case s.terminated():
@@ -63,7 +63,7 @@ func (s *podStatus) state() kubelet.PodWorkerState {
 }
 
 // merge records an update as the latest known state (mergeLastUpdate,
-// :459-491): the newest pod wins unless the update carries only a runtime
+// :452-484): the newest pod wins unless the update carries only a runtime
 // pod, a missing mirror pod keeps the last one, and kill options
 // accumulate (without channels and funcs, which are kept on the status).
 func (s *podStatus) merge(u kubelet.UpdatePodOptions) {

@@ -30,7 +30,7 @@ const (
 )
 
 // jitterFactor is upstream's workerResyncIntervalJitterFactor and
-// workerBackOffPeriodJitterFactor (pod_workers.go:326-329).
+// workerBackOffPeriodJitterFactor (pod_workers.go:325-334).
 const jitterFactor = 0.5
 
 // Options configure Workers. Syncer and Cache are required.
@@ -110,7 +110,7 @@ func New(opts Options) (*Workers, error) {
 }
 
 // UpdatePod hands a pod's new desired state to its worker, starting the
-// worker on first sight (UpdatePod, pod_workers.go:761-1004). It never
+// worker on first sight (UpdatePod, pod_workers.go:761-1005). It never
 // blocks on a sync: the update is parked as the pod's pending update,
 // replacing any older pending one, and the worker takes it when it is
 // free. Either Pod or, for SyncPodKill only, RunningPod must be set.
@@ -121,10 +121,10 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	runtimeOnly := false
 	switch {
 	case o.Pod != nil:
-		o.RunningPod = nil // only valid without Pod (:782-786)
+		o.RunningPod = nil // only valid without Pod (:778-782)
 		uid, ns, name = o.Pod.UID, o.Pod.Namespace, o.Pod.Name
 	case o.RunningPod != nil && o.UpdateType == kubetypes.SyncPodKill:
-		// A pod found only in the runtime can only be killed (:771-779).
+		// A pod found only in the runtime can only be killed (:769-778).
 		uid, ns, name = o.RunningPod.ID, o.RunningPod.Namespace, o.RunningPod.Name
 		runtimeOnly = true
 	default:
@@ -146,7 +146,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	pod := o.Pod
 	if runtimeOnly {
 		s.runtimeOnly = true
-		// Prefer the real spec if we ever had one (:831-848).
+		// Prefer the real spec if we ever had one (:829-851).
 		switch {
 		case s.pending != nil && s.pending.Pod != nil:
 			pod, o.Pod, o.RunningPod = s.pending.Pod, s.pending.Pod, nil
@@ -159,14 +159,14 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 
 	// The same UID created again while terminating (static pods with a
 	// fixed UID): remember it, SyncKnownPods lets it restart once the old
-	// one finished (:850-862).
+	// one finished (:853-864).
 	if known && s.terminationRequested() && o.UpdateType == kubetypes.SyncPodCreate {
 		s.restartRequested = true
 		w.emit(s, uid, Event{Kind: Ignored, UpdateType: o.UpdateType, Reason: "a create for a UID that is still terminating: it may start again once finished"})
 		return
 	}
 	// Once finished, a UID never runs again until SyncKnownPods forgets it
-	// (:865-868). Upstream drops a kill's CompletedCh here; KillPodOptions
+	// (:866-870). Upstream drops a kill's CompletedCh here; KillPodOptions
 	// promises it is closed "if the pod has already terminated", so we do.
 	if s.finished {
 		if o.KillPodOptions != nil && o.KillPodOptions.CompletedCh != nil {
@@ -176,7 +176,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 		return
 	}
 
-	// Does this update start termination? (:870-897)
+	// Does this update start termination? (:872-900)
 	becameTerminating := ""
 	if !s.terminationRequested() {
 		switch {
@@ -198,7 +198,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	}
 
 	// Once terminating, every update is a kill and the grace period can
-	// only decrease (:899-945).
+	// only decrease (:902-949).
 	shortened := false
 	switch {
 	case s.terminated():
@@ -256,7 +256,7 @@ func (w *Workers) UpdatePod(o kubelet.UpdatePodOptions) {
 	signal(s)
 
 	// A kill, or a shorter grace period, must not wait for a long sync to
-	// finish: cancel it; the pending update runs next (:998-1002).
+	// finish: cancel it; the pending update runs next (:1000-1004).
 	if (becameTerminating != "" || shortened) && s.cancel != nil {
 		if s.syncing {
 			w.emit(s, uid, Event{Kind: Cancelled, UpdateType: o.UpdateType, Reason: "termination requested during a sync"})
@@ -278,7 +278,7 @@ func signal(s *podStatus) {
 }
 
 // requeueLast makes the last synced update pending again, if nothing newer
-// is pending (requeueLastPodUpdate, :1740-1756). Used when a pod changes
+// is pending (requeueLastPodUpdate, :1757-1772). Used when a pod changes
 // phase on its own and for resyncs. Call with w.mu held.
 func (w *Workers) requeueLast(s *podStatus, updateType kubetypes.SyncPodType) {
 	if s.pending != nil || s.active == nil {
