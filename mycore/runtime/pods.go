@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,7 +58,7 @@ func (r *Runtime) GetPod(ctx context.Context, uid types.UID) (*kubecontainer.Pod
 func (r *Runtime) getPods(ctx context.Context, uid types.UID, onlyRunningReady bool) (map[types.UID]*kubecontainer.Pod, error) {
 	ctx = r.withLogger(ctx)
 	name := r.runtimeName(ctx)
-	timestamp := time.Now()
+	timestamp := r.clock.Now()
 	sf, cf := &runtimeapi.PodSandboxFilter{}, &runtimeapi.ContainerFilter{}
 	if uid != "" {
 		sf.LabelSelector = map[string]string{kubetypes.KubernetesPodUIDLabel: string(uid)}

@@ -10,6 +10,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/utils/clock"
 
 	"kubelet-labs/mycore/cri"
 )
@@ -25,6 +26,8 @@ type Runtime struct {
 	// klog.FromContext, which our own errors make redundant.
 	withLogger func(context.Context) context.Context
 
+	clock clock.PassiveClock
+
 	mu         sync.Mutex
 	name       string // the runtime's name from Version, e.g. "containerd"
 	apiVersion string // the CRI version it speaks, e.g. "v1"
@@ -34,7 +37,22 @@ var _ kubecontainer.Runtime = (*Runtime)(nil)
 
 // New wraps a connected CRI client. It makes no call: the runtime's name
 // (the scheme of container IDs, "containerd://…") is asked for on first use.
-func New(c *cri.Client) *Runtime { return &Runtime{runtime: c.Runtime, withLogger: c.Context} }
+func New(c *cri.Client, opts ...Option) *Runtime {
+	r := &Runtime{runtime: c.Runtime, withLogger: c.Context, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Option changes a Runtime.
+type Option func(*Runtime)
+
+// WithClock sets the clock that stamps each list (kubecontainer.Pod's
+// Timestamp, which the PLEG stores with the pod's status in the cache).
+// kuberuntime uses the wall clock; a lab that drives the PLEG on a fake
+// clock passes the same one, so both times in the cache agree.
+func WithClock(c clock.PassiveClock) Option { return func(r *Runtime) { r.clock = c } }
 
 // Type is the runtime's name as the kubelet records it in container IDs.
 // Before the first successful Version call it is "cri".

@@ -123,6 +123,11 @@ func (s *Server) Stop() {
 	})
 }
 
+// ControlSocketFor is where Start puts the control API for a CRI socket by
+// default: "x-control.sock" next to "x.sock". Another process (lab 07
+// watching lab 06's mock) finds it with this.
+func ControlSocketFor(criSocket string) string { return controlSocketPath(criSocket, "") }
+
 // controlSocketPath derives "x-control.sock" from "x.sock" unless set.
 func controlSocketPath(sock, opt string) string {
 	switch opt {
