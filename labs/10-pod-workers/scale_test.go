@@ -125,6 +125,9 @@ func TestThousandPods(t *testing.T) {
 	lab.WaitFor(t, "workers: 0 sync, 0 terminating, 0 terminated", time.Minute)
 	after := memory(t, pid)
 
+	if raceBuilt {
+		t.Logf("the lab was built with -race (as this test runs): the numbers below are the race detector's, several times the lab's own memory and slower; run without -race to measure the lab")
+	}
 	t.Logf("%d pods: created in the apiserver in %s; all running in the mock %s after the first create (%.0f pods/s)",
 		n, created.Round(time.Millisecond), up.Round(time.Millisecond), n/up.Seconds())
 	t.Logf("delete: all stopped and removed from the mock in %s (%.0f pods/s); gone from the apiserver in %s (%.0f pods/s; the lab deletes at the kubelet's 50 requests/s)",
