@@ -56,16 +56,20 @@ type options struct {
 }
 
 func main() {
+	// Our own flag set: importing package kubelet (for the pod workers'
+	// option types) registers cAdvisor's flags on flag.CommandLine, and
+	// -h should list only this lab's.
+	fs := flag.NewFlagSet("10-pod-workers", flag.ExitOnError)
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-10", "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
-	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	flag.DurationVar(&o.relist, "relist-period", time.Second, "PLEG relist period (kubelet: 1s, kubelet.go genericPlegRelistPeriod)")
-	flag.DurationVar(&o.resync, "sync-frequency", podworkers.DefaultResyncInterval, "resync a pod this long after a good sync (kubelet: --sync-frequency)")
-	flag.DurationVar(&o.backOff, "backoff", podworkers.DefaultBackOffPeriod, "retry a failed sync after this (kubelet: backOffPeriod)")
-	flag.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often finished workers are cleaned up (kubelet: housekeepingPeriod)")
-	flag.BoolVar(&o.quiet, "quiet", false, "print a summary when the counts change instead of every step (for many pods)")
-	flag.Parse()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.nodeName, "node-name", "lab-node-10", "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+	fs.DurationVar(&o.relist, "relist-period", time.Second, "PLEG relist period (kubelet: 1s, kubelet.go genericPlegRelistPeriod)")
+	fs.DurationVar(&o.resync, "sync-frequency", podworkers.DefaultResyncInterval, "resync a pod this long after a good sync (kubelet: --sync-frequency)")
+	fs.DurationVar(&o.backOff, "backoff", podworkers.DefaultBackOffPeriod, "retry a failed sync after this (kubelet: backOffPeriod)")
+	fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often finished workers are cleaned up (kubelet: housekeepingPeriod)")
+	fs.BoolVar(&o.quiet, "quiet", false, "print a summary when the counts change instead of every step (for many pods)")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
