@@ -157,7 +157,7 @@ func relistByHand(ctx context.Context, o options, c *cri.Client, m *mock, out *p
 	healthy, err := g.Healthy()
 	out.printf("\nthe clock moves %s with no relist (a runtime stuck in a list call would do this):", o.relistThreshold+time.Second)
 	out.printf("  Healthy() = %v: %v", healthy, err)
-	out.printf("  the kubelet turns that into Ready=False \"PLEG is not healthy: %v\"", err)
+	out.printf("  the kubelet's runtime check (pkg/kubelet/runtime.go:133) makes that \"PLEG is not healthy: %v\" and the node Ready=False", err)
 	d.relist(ctx, g, "relist #5: one successful relist later")
 	healthy, _ = g.Healthy()
 	out.printf("  Healthy() = %v", healthy)
