@@ -106,7 +106,11 @@ func (w *Workers) startPodSync(uid types.UID) (ctx context.Context, work kubelet
 	w.mu.Lock()
 	defer w.unlock()
 	s, known := w.pods[uid]
-	if !known || w.stopped || s.pending == nil {
+	if !known || w.stopped {
+		return nil, 0, u, false
+	}
+	if s.pending == nil { // a wake-up with nothing to do
+		s.working = false
 		return nil, 0, u, false
 	}
 	work, u = s.state(), *s.pending
