@@ -26,8 +26,8 @@ var (
 )
 
 // BuildLab builds the package at pkg (e.g. "./labs/01-fake-node", relative
-// to the repository root) with the version stamp release builds get, and
-// returns the binary's path. The binary is removed by Main when the test
+// to the repository root) with the version stamp release builds get (and
+// -race when the test runs with -race), and returns the binary's path. The binary is removed by Main when the test
 // binary ends, so packages that build labs must use testenv.Main.
 func BuildLab(tb testing.TB, pkg string) string {
 	tb.Helper()
@@ -45,7 +45,13 @@ func BuildLab(tb testing.TB, pkg string) string {
 		tb.Fatal(err)
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-ldflags", controlplane.VersionLDFlags, "-o", out, pkg)
+	args := []string{"build", "-ldflags", controlplane.VersionLDFlags, "-o", out}
+	if raceEnabled {
+		// `go test -race` checks the lab's own goroutines too: a lab runs
+		// as its own process, so its binary needs the detector built in.
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("build %s: %v\n%s", pkg, err, msg)
@@ -88,11 +94,23 @@ func StartProgram(tb testing.TB, bin string, env []string, args ...string) *Prog
 			cmd.Process.Kill()
 			<-p.exited
 		}
+		checkNoRace(tb, bin, p.Output())
 		if tb.Failed() {
 			tb.Logf("output of %s:\n%s", filepath.Base(bin), p.Output())
 		}
 	})
 	return p
+}
+
+// raceReport is what a program built with -race prints when it finds one.
+const raceReport = "WARNING: DATA RACE"
+
+// checkNoRace fails the test when the program reported a data race.
+func checkNoRace(tb testing.TB, bin, output string) {
+	tb.Helper()
+	if i := strings.Index(output, raceReport); i >= 0 {
+		tb.Errorf("%s reported a data race:\n%s", filepath.Base(bin), output[i:])
+	}
 }
 
 // Output is everything the program printed so far.
@@ -146,6 +164,7 @@ func RunProgram(tb testing.TB, bin string, env []string, args ...string) (string
 	if err != nil && !errors.As(err, &ee) {
 		tb.Fatalf("run %s: %v", bin, err)
 	}
+	checkNoRace(tb, bin, string(out))
 	return string(out), cmd.ProcessState.ExitCode()
 }
 
