@@ -48,7 +48,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, else .labs/admin.kubeconfig)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, a file or a list, else the state folder's admin.kubeconfig)")
 	flag.StringVar(&o.nodeName, "node-name", "lab-node-02", "the node; joins like lab 05 if it has no credentials yet")
 	flag.StringVar(&o.token, "token", "", "bootstrap token from lab 03 for the join (default: make one)")
 	flag.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; renewed every quarter of it. Keep the controller-manager's --node-monitor-grace-period well above the renew interval")
