@@ -45,7 +45,7 @@ ldflags="-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component
 
 mkdir -p "${LABS_STATE_DIR}/bin"
 bin="${LABS_STATE_DIR}/bin/fake-node"
-echo "building labs/01-fake-node (the first build compiles the kubelet: a few minutes)..."
+echo "building labs/01-fake-node (the first build compiles the kubelet: up to ~15 min on 2 cores; later: seconds)..."
 (cd "${repo}" && go build -ldflags "${ldflags}" -o "${bin}" ./labs/01-fake-node)
 
 exec "${bin}" "${args[@]}" "$@"
