@@ -1,0 +1,14 @@
+// Package kuberuntime is our kubelet's runtime manager: the CRI side of
+// running a pod. It is a compact rewrite of the kubelet's
+// kubeGenericRuntimeManager (pkg/kubelet/kuberuntime, Kubernetes v1.36.3),
+// whose constructor takes some forty parameters and writes checkpoints
+// under its root folder; line numbers in comments refer to that package at
+// v1.36.3 unless another file is named.
+//
+//   - sandbox.go, container.go, labels.go: a v1.Pod becomes CRI requests —
+//     RunPodSandbox, then CreateContainer + StartContainer per container —
+//     with the labels and annotations the kubelet writes, so the pod cache
+//     (mycore/runtime) reads back restart counts and container hashes.
+//   - kill.go: stopping containers and pods (killContainer, KillPod).
+//   - gc.go: removing what is dead (kuberuntime_gc.go).
+package kuberuntime
