@@ -1,0 +1,170 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+)
+
+// PodIPs is what a container's environment may refer to besides the pod
+// itself: the pod's IPs (from the sandbox) and the node's name and IP.
+type PodIPs struct {
+	PodIPs   []string
+	NodeName string
+	HostIP   string
+}
+
+// ContainerConfig is generateContainerConfig (kuberuntime_container.go:343)
+// for what our node supports: command and args with $(VAR) expanded, env,
+// working dir, the kubelet's labels and annotations, the log file
+// NAME/RESTARTCOUNT.log, stdin/tty, and the Linux namespaces. Left out:
+// volumes and mounts, devices, resources, security context, the image's
+// user. restartCount goes into Metadata.Attempt and the annotation, so each
+// restart is a new container with a new log file.
+func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, ips PodIPs) (*runtimeapi.ContainerConfig, error) {
+	envs, err := containerEnv(pod, c, ips)
+	if err != nil {
+		return nil, err
+	}
+	command, args := kubecontainer.ExpandContainerCommandAndArgs(c, envs)
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
+		Command:     command,
+		Args:        args,
+		WorkingDir:  c.WorkingDir,
+		Labels:      containerLabels(c, pod),
+		Annotations: containerAnnotations(c, pod, restartCount),
+		// buildContainerLogsPath (helpers.go): relative to the sandbox's LogDirectory
+		LogPath:   filepath.Join(c.Name, strconv.Itoa(restartCount)+".log"),
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+		},
+	}
+	for _, e := range envs {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	return cfg, nil
+}
+
+// containerEnv is the part of makeEnvironmentVariables
+// (kubelet_pods.go) a node without volumes, secrets or services can do:
+// literal values (with $(VAR) of earlier ones expanded) and the downward
+// API's pod and node fields. Anything else is a clear error, not a silently
+// missing variable.
+func containerEnv(pod *v1.Pod, c *v1.Container, ips PodIPs) ([]kubecontainer.EnvVar, error) {
+	var envs []kubecontainer.EnvVar
+	seen := map[string]string{}
+	for _, e := range c.Env {
+		val := e.Value
+		switch {
+		case e.ValueFrom == nil:
+			val = expand(val, seen)
+		case e.ValueFrom.FieldRef != nil:
+			v, err := podField(pod, e.ValueFrom.FieldRef.FieldPath, ips)
+			if err != nil {
+				return nil, fmt.Errorf("container %s env %s: %w", c.Name, e.Name, err)
+			}
+			val = v
+		default:
+			return nil, fmt.Errorf("container %s env %s: only value and fieldRef are supported on this node (no secrets, config maps or resources)", c.Name, e.Name)
+		}
+		seen[e.Name] = val
+		envs = append(envs, kubecontainer.EnvVar{Name: e.Name, Value: val})
+	}
+	return envs, nil
+}
+
+func expand(s string, vars map[string]string) string {
+	env := make([]kubecontainer.EnvVar, 0, len(vars))
+	for k, v := range vars {
+		env = append(env, kubecontainer.EnvVar{Name: k, Value: v})
+	}
+	c := &v1.Container{Command: []string{s}}
+	cmd, _ := kubecontainer.ExpandContainerCommandAndArgs(c, env)
+	return cmd[0]
+}
+
+// podField is podFieldSelectorRuntimeValue (kubelet_pods.go) for the
+// fields a pod can read about itself.
+func podField(pod *v1.Pod, path string, ips PodIPs) (string, error) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return ips.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return ips.HostIP, nil
+	case "status.podIP":
+		if len(ips.PodIPs) > 0 {
+			return ips.PodIPs[0], nil
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("fieldRef %q is not supported on this node", path)
+}
+
+// StartContainer is startContainer (kuberuntime_container.go:200) without
+// hooks: make sure the image is there, count the restart, create, start.
+// The restart count is the last instance's plus one (:222-227): the
+// runtime's annotations remember it, not the kubelet.
+func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus, ips PodIPs) (string, error) {
+	if err := m.EnsureImage(ctx, c.Image); err != nil {
+		return "", err
+	}
+	restartCount := 0
+	if last := podStatus.FindContainerStatusByName(c.Name); last != nil {
+		restartCount = last.RestartCount + 1
+	}
+	cfg, err := m.ContainerConfig(pod, c, restartCount, ips)
+	if err != nil {
+		return "", err
+	}
+	// The runtime opens the log file; the kubelet makes its folder (:361).
+	logDir := kubekr.BuildContainerLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID, c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return "", fmt.Errorf("container log folder: %w", err)
+	}
+	cctx := m.cri.Context(ctx)
+	id, err := m.cri.Runtime.CreateContainer(cctx, sandboxID, cfg, sandboxCfg)
+	if err != nil {
+		return "", fmt.Errorf("CreateContainer %s: %w", c.Name, err)
+	}
+	if err := m.cri.Runtime.StartContainer(cctx, id); err != nil {
+		return id, fmt.Errorf("StartContainer %s: %w", c.Name, err)
+	}
+	m.log("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, short(id))
+	return id, nil
+}
+
+// EnsureImage is the image manager's EnsureImageExists with the
+// IfNotPresent policy: pull only what the runtime does not have. The
+// course's runtimes have no registry to pull from, so a missing image is an
+// error that names it.
+func (m *Manager) EnsureImage(ctx context.Context, image string) error {
+	ok, err := m.cri.HasImage(ctx, image)
+	if err != nil || ok {
+		return err
+	}
+	if _, err := m.cri.Images.PullImage(m.cri.Context(ctx), &runtimeapi.ImageSpec{Image: image}, nil, nil); err != nil {
+		return fmt.Errorf("image %s is not in the runtime and pulling it failed: %w", image, err)
+	}
+	m.log("CRI PullImage %s", image)
+	return nil
+}

@@ -1,0 +1,41 @@
+package kuberuntime
+
+import (
+	"kubelet-labs/mycore/cri"
+)
+
+// Manager runs pods on one CRI runtime. Safe for concurrent use by the pod
+// workers: it keeps no per-pod state (the runtime and its labels are the
+// state, as for the kubelet).
+type Manager struct {
+	cri        *cri.Client
+	podLogsDir string
+	log        func(format string, args ...any)
+}
+
+// Options configure a Manager.
+type Options struct {
+	// PodLogsDir is the kubelet's --pod-logs-dir (/var/log/pods there):
+	// each pod gets NAMESPACE_NAME_UID/ in it, each container NAME/N.log
+	// with N its restart count. Required: a container with no log is one
+	// kubectl logs cannot show.
+	PodLogsDir string
+	// Log, if set, gets one line per CRI call that changes something.
+	Log func(format string, args ...any)
+}
+
+// New returns a Manager over c.
+func New(c *cri.Client, o Options) *Manager {
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, log: o.Log}
+	if m.log == nil {
+		m.log = func(string, ...any) {}
+	}
+	return m
+}
+
+// CRI is the client the Manager calls.
+func (m *Manager) CRI() *cri.Client { return m.cri }
+
+// isNotFound: the object is already gone, which for a stop or remove is
+// success (containerd 1.6 says NotFound, newer runtimes say nothing).
+func isNotFound(err error) bool { return cri.IsNotFound(err) }

@@ -1,0 +1,107 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+)
+
+// SandboxConfig is generatePodSandboxConfig (kuberuntime_sandbox.go:78)
+// for what our node supports: metadata with the attempt number, the
+// kubelet's labels, the pod's annotations, hostname, log folder, host
+// ports and the Linux namespaces. Left out: DNS (the runtime then gives the
+// pod no resolv.conf of the cluster), cgroup parent, sysctls, seccomp and
+// resources.
+func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Labels:       podLabels(pod),
+		Annotations:  pod.Annotations,
+		LogDirectory: kubekr.BuildPodLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+		},
+	}
+	if !kubecontainer.IsHostNetworkPod(pod) {
+		// GeneratePodHostNameAndDomain: spec.hostname, else the pod's name.
+		cfg.Hostname = pod.Name
+		if pod.Spec.Hostname != "" {
+			cfg.Hostname = pod.Spec.Hostname
+		}
+	}
+	for i := range pod.Spec.Containers {
+		for _, p := range kubecontainer.MakePortMappings(klog.Background(), &pod.Spec.Containers[i]) {
+			if p.HostPort == 0 {
+				continue // only host ports need the runtime's help
+			}
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+				Protocol: toProtocol(p.Protocol), ContainerPort: int32(p.ContainerPort), HostPort: int32(p.HostPort), HostIp: p.HostIP,
+			})
+		}
+	}
+	return cfg
+}
+
+// namespaceOptions is namespacesForPod (kuberuntime/util.go): each
+// container gets its own PID namespace unless the pod shares one — then the
+// pause process is PID 1 and a shell in a container is not, which changes
+// how it reacts to SIGTERM.
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}
+
+func toProtocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// CreateSandbox is createPodSandbox (kuberuntime_sandbox.go:38): make the
+// pod's log folder, then RunPodSandbox — the runtime starts the pause
+// container and calls CNI, so when it returns the pod has its IP. attempt
+// counts sandboxes of this pod before this one (0 for the first).
+func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, error) {
+	cfg := m.SandboxConfig(pod, attempt)
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", fmt.Errorf("pod log folder: %w", err)
+	}
+	// "" handler: the runtime's default (runc); a RuntimeClass would name another.
+	id, err := m.cri.Runtime.RunPodSandbox(m.cri.Context(ctx), cfg, "")
+	if err != nil {
+		return "", fmt.Errorf("RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m.log("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, short(id))
+	return id, nil
+}
+
+// short is the 13 characters crictl shows of an ID.
+func short(id string) string { return id[:min(13, len(id))] }
