@@ -1,0 +1,208 @@
+package status
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+	statusutil "k8s.io/kubernetes/pkg/util/pod"
+)
+
+// Sync is one pass of the sync loop (syncBatch, :1075-1148): with all
+// false, only pods with a version the apiserver has not seen; with all
+// true, also pods that can be deleted now and pods whose status in the
+// apiserver differs from ours. It returns how many pods it synced. Run
+// calls it; tests and labs that step by hand may call it directly.
+func (m *Manager) Sync(ctx context.Context, all bool) int {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	type job struct {
+		uid types.UID
+		st  versioned
+	}
+	var jobs []job
+	m.mu.RLock()
+	if all {
+		for uid := range m.apiVersions { // forget versions of forgotten pods
+			if _, ok := m.statuses[uid]; !ok {
+				delete(m.apiVersions, uid)
+			}
+		}
+	}
+	for uid, st := range m.statuses {
+		switch {
+		case !all:
+			if m.apiVersions[uid] < st.version {
+				jobs = append(jobs, job{uid, st})
+			}
+		case m.needsUpdate(uid, st):
+			jobs = append(jobs, job{uid, st})
+		case m.needsReconcile(uid, st):
+			// Someone else changed the status in the apiserver: the
+			// kubelet is the source of truth, post ours again (:1119-1128).
+			delete(m.apiVersions, uid)
+			jobs = append(jobs, job{uid, st})
+		}
+	}
+	m.mu.RUnlock()
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		m.syncPod(ctx, j.uid, j.st)
+	}
+	return len(jobs)
+}
+
+// syncPod writes one status to the apiserver, then deletes the pod if it
+// is finished and being deleted (:1151-1227). Call with syncMu held.
+func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
+	name := podName(st.pod)
+	pod, err := m.client.CoreV1().Pods(st.pod.Namespace).Get(ctx, st.pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Gone: RemoveOrphanedStatuses will forget it.
+		m.logf("status  %s: not posted: the pod no longer exists", name)
+		return
+	case err != nil:
+		m.logf("status  %s: not posted: get pod: %v (retried at the next sync)", name, err)
+		return
+	case pod.UID != uid:
+		// Deleted and created again under the same name: this status
+		// belongs to a pod that is gone (:1177-1185).
+		m.logf("status  %s: not posted: the name now belongs to another pod (uid %s, ours was %s); status dropped", name, pod.UID, uid)
+		m.deleteStatus(uid)
+		return
+	}
+
+	couldRun := m.safety.CouldHaveRunningContainers(uid)
+	merged := mergePodStatus(pod, pod.Status, st.status, couldRun)
+	if merged.Phase != st.status.Phase {
+		m.logf("status  %s: phase %s held back, %s kept: its containers could still be running", name, st.status.Phase, merged.Phase)
+	}
+	// A strategic merge patch of status with metadata.uid in it: the
+	// apiserver refuses it (409 Conflict) if the pod is another one by now.
+	// No resourceVersion, so a concurrent writer of other fields (a
+	// controller adding a condition) is never a conflict.
+	newPod, _, unchanged, err := statusutil.PatchPodStatus(ctx, m.client, pod.Namespace, pod.Name, pod.UID, pod.Status, merged)
+	if err != nil {
+		m.logf("status  %s: patch failed (retried at the next sync): %v", name, err)
+		return
+	}
+	if !unchanged {
+		m.logf("status  %s v%d posted: %s (%s after the change)", name, st.version, Describe(merged), roundMS(st.at))
+		pod = newPod
+	}
+	m.apiVersions[uid] = st.version
+
+	if !m.canBeDeleted(pod, st) {
+		return
+	}
+	// The last word on a pod is the kubelet's: grace 0, and the UID as a
+	// precondition so a new pod with the same name is never hit (:1210-1223).
+	err = m.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil {
+		m.logf("status  %s: final delete failed (retried at the next sync): %v", name, err)
+		return
+	}
+	m.logf("status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID)
+	m.deleteStatus(uid)
+}
+
+// needsUpdate: a version the apiserver has not seen, or a pod that can be
+// deleted now (:1229-1239). Call with syncMu and mu held.
+func (m *Manager) needsUpdate(uid types.UID, st versioned) bool {
+	if v, ok := m.apiVersions[uid]; !ok || v < st.version {
+		return true
+	}
+	pod := st.pod
+	if m.o.Pods != nil {
+		var ok bool
+		if pod, ok = m.o.Pods.GetPodByUID(uid); !ok {
+			return false
+		}
+	}
+	return m.canBeDeleted(pod, st)
+}
+
+// canBeDeleted (:1241-1261): the pod is being deleted, the apiserver shows
+// a terminal phase, TerminatePod was called, and — belt and braces — the
+// pod workers say no container could still run.
+func (m *Manager) canBeDeleted(pod *v1.Pod, st versioned) bool {
+	if pod.DeletionTimestamp == nil || kubetypes.IsMirrorPod(pod) {
+		return false
+	}
+	if !podutil.IsPodPhaseTerminal(pod.Status.Phase) {
+		return false
+	}
+	return st.finished && !m.safety.CouldHaveRunningContainers(pod.UID)
+}
+
+// needsReconcile: the apiserver's status (as the pod manager last saw it)
+// differs from ours (:1269-1304). Only with Options.Pods.
+func (m *Manager) needsReconcile(uid types.UID, st versioned) bool {
+	if m.o.Pods == nil {
+		return false
+	}
+	pod, ok := m.o.Pods.GetPodByUID(uid)
+	if !ok || kubetypes.IsStaticPod(pod) {
+		return false
+	}
+	api := pod.Status.DeepCopy()
+	normalizeStatus(pod, api)
+	return !isPodStatusByKubeletEqual(api, &st.status)
+}
+
+// mergePodStatus (:1359-1435) keeps the conditions the kubelet does not
+// own from the apiserver's status, and holds back a terminal phase while
+// containers could still run: other components free a pod's resources
+// once it is terminal, so it must really be over.
+func mergePodStatus(pod *v1.Pod, old, next v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
+	conditions := make([]v1.PodCondition, 0, len(old.Conditions)+len(next.Conditions))
+	for _, c := range old.Conditions {
+		if !kubetypes.PodConditionByKubelet(c.Type) {
+			conditions = append(conditions, c)
+		}
+	}
+	toTerminal := !podutil.IsPodPhaseTerminal(old.Phase) && podutil.IsPodPhaseTerminal(next.Phase)
+	for _, c := range next.Conditions {
+		switch {
+		case kubetypes.PodConditionByKubelet(c.Type):
+			conditions = append(conditions, c)
+		case c.Type == v1.DisruptionTarget && toTerminal && !couldHaveRunningContainers:
+			// Shared with the control plane: sent only with the terminal phase.
+			updateLastTransitionTime(&next, &old, c.Type)
+			if _, nc := podutil.GetPodConditionFromList(next.Conditions, c.Type); nc != nil {
+				conditions = statusutil.ReplaceOrAppendPodCondition(conditions, nc)
+			}
+		}
+	}
+	next.Conditions = conditions
+	next.ResourceClaimStatuses = old.ResourceClaimStatuses
+	next.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	next.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
+	if toTerminal && couldHaveRunningContainers {
+		next.Phase, next.Reason, next.Message = old.Phase, old.Reason, old.Message
+	}
+	// A terminal pod is never Ready (issue 108594).
+	if podutil.IsPodPhaseTerminal(next.Phase) && (podutil.IsPodReadyConditionTrue(next) || podutil.IsContainersReadyConditionTrue(next)) {
+		reason := kubestatus.PodFailed
+		if next.Phase == v1.PodSucceeded {
+			reason = kubestatus.PodCompleted
+		}
+		for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+			c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason,
+				ObservedGeneration: podutil.CalculatePodConditionObservedGeneration(&old, pod.Generation, t)}
+			podutil.UpdatePodCondition(&next, &c)
+		}
+	}
+	return next
+}
