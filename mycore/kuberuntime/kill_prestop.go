@@ -1,0 +1,66 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/mycore/cri"
+)
+
+// errHookNotSupported: an HTTP hook needs the pod's IP and an HTTP client
+// with the kubelet's rules (lifecycle/handlers.go runHTTPHandler); this
+// node runs exec and sleep hooks only.
+var errHookNotSupported = errors.New("only exec and sleep preStop hooks are supported on this node")
+
+// runPreStop is executePreStopHook (kuberuntime_container.go:781-806): run
+// the container's preStop hook, but never longer than the grace period,
+// and return how long it took — the caller subtracts that from the grace,
+// because the hook runs inside it: `kubectl delete --grace-period=30` means
+// 30 s for hook and shutdown together.
+//
+// A failing hook is logged and the kill goes on (upstream records a
+// FailedPreStopHook event). Upstream runs the hook in a goroutine and stops
+// waiting for it after the grace period, leaving the goroutine behind;
+// here the hook's context ends with the grace period instead, so ExecSync
+// returns and nothing is left running.
+func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, c *v1.Container, grace int64) time.Duration {
+	budget := time.Duration(grace) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	start := time.Now()
+	h := c.Lifecycle.PreStop
+	var err error
+	switch {
+	case h.Exec != nil:
+		// lifecycle/handlers.go:83 passes timeout 0 (none); ours is the
+		// grace period, so the runtime ends the hook when it runs out.
+		var res cri.ExecResult
+		res, err = m.cri.Exec(ctx, id.ID, h.Exec.Command, budget)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit code %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+	case h.Sleep != nil:
+		// runSleepHandler (lifecycle/handlers.go:113)
+		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = fmt.Errorf("sleep %ds did not finish within the grace period", h.Sleep.Seconds)
+		}
+	default:
+		err = errHookNotSupported
+	}
+	took := time.Since(start)
+	if err != nil {
+		m.log("  preStop hook of %s/%s failed after %s: %v", pod.Name, c.Name, took.Round(time.Millisecond), err)
+	} else {
+		m.log("  preStop hook of %s/%s done in %s", pod.Name, c.Name, took.Round(time.Millisecond))
+	}
+	return took
+}
