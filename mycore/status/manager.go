@@ -287,6 +287,12 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 		m.logf("status  %s: not updated: %v", podName(pod), err)
 		return false
 	}
+	// Upstream leaves this to generateAPIPodStatus (kubelet_pods.go:1942-
+	// 1950); a status set by hand must not revive a finished pod either.
+	if podutil.IsPodPhaseTerminal(old.Phase) && status.Phase != old.Phase {
+		m.logf("status  %s: not updated: phase %s is terminal, %s refused", podName(pod), old.Phase, status.Phase)
+		return false
+	}
 	// A condition keeps its transition time while its status stays the
 	// same: what changes is a fact, not the moment we looked (:873-892).
 	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized,

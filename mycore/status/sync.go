@@ -82,8 +82,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 
 	couldRun := m.safety.CouldHaveRunningContainers(uid)
 	merged := mergePodStatus(pod, pod.Status, st.status, couldRun)
-	if merged.Phase != st.status.Phase {
-		m.logf("status  %s: phase %s held back, %s kept: its containers could still be running", name, st.status.Phase, merged.Phase)
+	heldBack := merged.Phase != st.status.Phase
+	if heldBack {
+		m.logf("status  %s: phase %s held back, %s kept: its containers could still be running (retried at the next sync)", name, st.status.Phase, merged.Phase)
 	}
 	// A strategic merge patch of status with metadata.uid in it: the
 	// apiserver refuses it (409 Conflict) if the pod is another one by now.
@@ -98,7 +99,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 		m.logf("status  %s v%d posted: %s (%s after the change)", name, st.version, Describe(merged), roundMS(st.at))
 		pod = newPod
 	}
-	m.apiVersions[uid] = st.version
+	// A version posted with its phase held back is not the apiserver's
+	// yet: the next sync tries again. (Upstream records it and relies on
+	// needsReconcile, which needs the pod manager.)
+	if !heldBack {
+		m.apiVersions[uid] = st.version
+	}
 
 	if !m.canBeDeleted(pod, st) {
 		return
@@ -123,14 +129,13 @@ func (m *Manager) needsUpdate(uid types.UID, st versioned) bool {
 	if v, ok := m.apiVersions[uid]; !ok || v < st.version {
 		return true
 	}
-	pod := st.pod
-	if m.o.Pods != nil {
-		var ok bool
-		if pod, ok = m.o.Pods.GetPodByUID(uid); !ok {
-			return false
-		}
+	if m.o.Pods == nil {
+		// The pod we were last given may be older than the apiserver's:
+		// let syncPod decide on the pod it reads.
+		return st.finished && st.pod.DeletionTimestamp != nil && !m.safety.CouldHaveRunningContainers(uid)
 	}
-	return m.canBeDeleted(pod, st)
+	pod, ok := m.o.Pods.GetPodByUID(uid)
+	return ok && m.canBeDeleted(pod, st)
 }
 
 // canBeDeleted (:1241-1261): the pod is being deleted, the apiserver shows
