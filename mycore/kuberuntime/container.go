@@ -40,7 +40,7 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Command:     command,
 		Args:        args,
 		WorkingDir:  c.WorkingDir,
-		Labels:      containerLabels(c, pod),
+		Labels:      withLabels(containerLabels(c, pod), m.labels),
 		Annotations: containerAnnotations(c, pod, restartCount),
 		// buildContainerLogsPath (helpers.go): relative to the sandbox's LogDirectory
 		LogPath:   filepath.Join(c.Name, strconv.Itoa(restartCount)+".log"),

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubelet/pkg/types"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 )
 
 // Annotations the kubelet writes on every container (labels.go:33-41). The
@@ -77,4 +77,14 @@ func containerAnnotations(c *v1.Container, pod *v1.Pod, restartCount int) map[st
 		}
 	}
 	return a
+}
+
+// withLabels adds the Manager's own labels; the kubelet's win a clash.
+func withLabels(l, extra map[string]string) map[string]string {
+	for k, v := range extra {
+		if _, ok := l[k]; !ok {
+			l[k] = v
+		}
+	}
+	return l
 }

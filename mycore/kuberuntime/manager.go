@@ -10,6 +10,7 @@ import (
 type Manager struct {
 	cri        *cri.Client
 	podLogsDir string
+	labels     map[string]string
 	log        func(format string, args ...any)
 }
 
@@ -20,13 +21,16 @@ type Options struct {
 	// with N its restart count. Required: a container with no log is one
 	// kubectl logs cannot show.
 	PodLogsDir string
+	// Labels are added to every sandbox and container, so one runtime can
+	// serve several nodes that each list only their own (runtime.WithLabels).
+	Labels map[string]string
 	// Log, if set, gets one line per CRI call that changes something.
 	Log func(format string, args ...any)
 }
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, log: o.Log}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, labels: o.Labels, log: o.Log}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

@@ -23,7 +23,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Labels:       podLabels(pod),
+		Labels:       withLabels(podLabels(pod), m.labels),
 		Annotations:  pod.Annotations,
 		LogDirectory: kubekr.BuildPodLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{

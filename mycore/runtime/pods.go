@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -59,11 +60,15 @@ func (r *Runtime) getPods(ctx context.Context, uid types.UID, onlyRunningReady b
 	ctx = r.withLogger(ctx)
 	name := r.runtimeName(ctx)
 	timestamp := r.clock.Now()
-	sf, cf := &runtimeapi.PodSandboxFilter{}, &runtimeapi.ContainerFilter{}
+	sel := maps.Clone(r.only)
 	if uid != "" {
-		sf.LabelSelector = map[string]string{kubetypes.KubernetesPodUIDLabel: string(uid)}
-		cf.LabelSelector = map[string]string{kubetypes.KubernetesPodUIDLabel: string(uid)}
+		if sel == nil {
+			sel = map[string]string{}
+		}
+		sel[kubetypes.KubernetesPodUIDLabel] = string(uid)
 	}
+	sf := &runtimeapi.PodSandboxFilter{LabelSelector: sel}
+	cf := &runtimeapi.ContainerFilter{LabelSelector: sel}
 	if onlyRunningReady {
 		sf.State = &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}
 		cf.State = &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}

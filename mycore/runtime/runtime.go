@@ -27,6 +27,8 @@ type Runtime struct {
 	withLogger func(context.Context) context.Context
 
 	clock clock.PassiveClock
+	// only: labels every listed sandbox and container must carry.
+	only map[string]string
 
 	mu         sync.Mutex
 	name       string // the runtime's name from Version, e.g. "containerd"
@@ -53,6 +55,14 @@ type Option func(*Runtime)
 // kuberuntime uses the wall clock; a lab that drives the PLEG on a fake
 // clock passes the same one, so both times in the cache agree.
 func WithClock(c clock.PassiveClock) Option { return func(r *Runtime) { r.clock = c } }
+
+// WithLabels makes GetPods see only sandboxes and containers that carry
+// these labels. A kubelet owns its runtime and lists everything in it;
+// the course runs several lab nodes (and tests) on one containerd, so each
+// node labels what it creates and looks only at that — as if each had a
+// runtime of its own. Without it, a node would take another node's pods
+// for orphans and stop them.
+func WithLabels(l map[string]string) Option { return func(r *Runtime) { r.only = l } }
 
 // Type is the runtime's name as the kubelet records it in container IDs.
 // Before the first successful Version call it is "cri".
