@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubetypes "k8s.io/kubelet/pkg/types"
+
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/cri/critest"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// noLeaks checks, after every other cleanup of the test (cleanups run last
+// registered first), that the lab left no goroutine behind. The shared
+// control plane is started first so its own goroutines are not counted.
+func noLeaks(t *testing.T) {
+	testenv.ControlPlane(t)
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, ignore,
+			// client-go keeps one HTTP/2 connection per TLS config in a
+			// process-wide transport cache; its read loop idles until the
+			// server closes it. Not a goroutine of the lab.
+			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+	})
+}
+
+// lines records each output line with the time it was written, so a test
+// can measure when the lab saw something (a PLEG event) without racing it.
+type lines struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	seen []stamped
+}
+
+type stamped struct {
+	at   time.Time
+	line string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.seen = append(l.seen, stamped{time.Now(), s})
+	}
+	return len(p), nil
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// first is the time of the first line after since that contains all parts.
+func (l *lines) first(since time.Time, parts ...string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+outer:
+	for _, s := range l.seen {
+		if s.at.Before(since) {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(s.line, p) {
+				continue outer
+			}
+		}
+		return s.at, true
+	}
+	return time.Time{}, false
+}
+
+type running struct {
+	lab  *lab
+	out  *lines
+	stop func()
+}
+
+// startLab runs the lab in-process on rt as node name.
+func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *running {
+	t.Helper()
+	cp := testenv.ControlPlane(t)
+	t.Setenv(state.EnvVar, stateDir)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lines{}
+	ready := make(chan *lab, 1)
+	errc := make(chan error, 1)
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, endpoint: rt.Endpoint, podLogsDir: stateDir + "/pod-logs",
+		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: 4 * time.Second}
+	go func() { errc <- run(ctx, o, out, func(l *lab) { ready <- l }) }()
+	r := &running{out: out}
+	stopped := false
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		r.stop()
+		if t.Failed() {
+			t.Logf("lab output:\n%s", out)
+		}
+	})
+	select {
+	case r.lab = <-ready:
+		return r
+	case err := <-errc:
+		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("not ready after 2m:\n%s", out)
+	}
+	return nil
+}
+
+func busybox(ns, name, node, image, script string) *v1.Pod {
+	grace := int64(5)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.PodSpec{
+			NodeName: node, TerminationGracePeriodSeconds: &grace, RestartPolicy: v1.RestartPolicyAlways,
+			Containers: []v1.Container{{
+				Name: "app", Image: image, ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"sh", "-c", script},
+				Env: []v1.EnvVar{
+					{Name: "GREETING", Value: "hi"},
+					{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				},
+			}},
+		},
+	}
+}
+
+const forever = `trap 'exit 0' TERM; echo "$GREETING from $POD_IP"; while true; do sleep 1; done`
+
+func namespace(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	ns, err := c.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab12-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	return ns.Name
+}
+
+// cleanRuntime removes every sandbox of namespace ns from the runtime when
+// the test ends: whatever the lab did, the runtime is left as found.
+func cleanRuntime(t *testing.T, c *cri.Client, ns string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pods, err := c.Pods(ctx, map[string]string{kubetypes.KubernetesPodNamespaceLabel: ns})
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		for _, p := range pods {
+			if err := c.RemovePod(ctx, p.Id, 0); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+}
+
+func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func getPod(c kubernetes.Interface, ns, name string) (*v1.Pod, error) {
+	return c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// runningWithIP: what kubectl get pod -o wide shows once the node reported.
+func runningWithIP(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" && len(p.Status.ContainerStatuses) == 1 &&
+		p.Status.ContainerStatuses[0].State.Running != nil && p.Status.ContainerStatuses[0].Ready
+}
+
+// containersOf lists the runtime's containers of a pod UID.
+func containersOf(t *testing.T, c *cri.Client, uid string) []*runtimeapi.Container {
+	t.Helper()
+	resp, err := c.Runtime.ListContainers(c.Context(context.Background()), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kubetypes.KubernetesPodUIDLabel: uid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func pidOf(t *testing.T, c *cri.Client, id string) int {
+	t.Helper()
+	resp, err := c.Runtime.ContainerStatus(c.Context(context.Background()), id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(strings.SplitN(strings.SplitN(resp.Info["info"], `"pid":`, 2)[1], ",", 2)[0], "%d", &pid); err != nil || pid <= 0 {
+		t.Fatalf("no pid in the verbose status of %s: %v", id, err)
+	}
+	return pid
+}
+
+// The whole life of a pod, as the README shows it: apply → Running with its
+// IP; killed from outside → ContainerDied → restarted; deleted → stopped and
+// the object removed by our status manager.
+func TestPodLifeOnContainerd(t *testing.T) {
+	rt := critest.Containerd(t)
+	noLeaks(t)
+	c := critest.Dial(t, rt)
+	admin := testenv.AdminClient(t)
+	ns := namespace(t, admin)
+	cleanRuntime(t, c, ns)
+	r := startLab(t, rt, "lab-node-12", t.TempDir())
+
+	// apply → Running with a pod IP from CNI
+	created := time.Now()
+	if _, err := admin.CoreV1().Pods(ns).Create(context.Background(), busybox(ns, "busybox", "lab-node-12", rt.BusyboxImage, forever), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod *v1.Pod
+	poll(t, "pod Running with an IP", time.Minute, func() (bool, error) {
+		p, err := getPod(admin, ns, "busybox")
+		pod = p
+		return err == nil && runningWithIP(p), nil
+	})
+	t.Logf("create → Running with IP %s: %s", pod.Status.PodIP, time.Since(created).Round(time.Millisecond))
+	if pod.Status.HostIP == "" || !hasCondition(pod, v1.PodReady) {
+		t.Errorf("want hostIP and Ready=True, got hostIP %q conditions %+v", pod.Status.HostIP, pod.Status.Conditions)
+	}
+	ctrs := containersOf(t, c, string(pod.UID))
+	if len(ctrs) != 1 || ctrs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("want 1 running container in the runtime, got %v", ctrs)
+	}
+	if got := ctrs[0].Annotations["io.kubernetes.container.restartCount"]; got != "0" {
+		t.Errorf("restartCount annotation %q, want 0", got)
+	}
+	// the container's env saw the pod IP: its log says so
+	poll(t, "the greeting in the container's log", 30*time.Second, func() (bool, error) {
+		log, err := c.ContainerLog(context.Background(), ctrs[0].Id)
+		if err != nil {
+			return false, nil
+		}
+		for _, l := range log {
+			if strings.Contains(l.Text, "hi from "+pod.Status.PodIP) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// killed from outside → PLEG ContainerDied → the worker restarts it
+	killed := time.Now()
+	if err := syscall.Kill(pidOf(t, c, ctrs[0].Id), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "restartCount 1 and Running again", time.Minute, func() (bool, error) {
+		p, err := getPod(admin, ns, "busybox")
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		cs := p.Status.ContainerStatuses[0]
+		pod = p
+		return cs.RestartCount == 1 && cs.State.Running != nil, nil
+	})
+	if at, ok := r.out.first(killed, "ContainerDied", ns+"/busybox"); ok {
+		t.Logf("SIGKILL → PLEG ContainerDied seen: %s (relist 1s)", at.Sub(killed).Round(time.Millisecond))
+	} else {
+		t.Errorf("no ContainerDied line for %s/busybox in the output", ns)
+	}
+	if lt := pod.Status.ContainerStatuses[0].LastTerminationState.Terminated; lt == nil || lt.ExitCode != 137 {
+		t.Errorf("lastState %+v, want terminated with exit code 137", pod.Status.ContainerStatuses[0].LastTerminationState)
+	}
+
+	// delete → SyncTerminatingPod stops it → the status manager deletes the object
+	deleted := time.Now()
+	if err := admin.CoreV1().Pods(ns).Delete(context.Background(), "busybox", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the pod object gone", time.Minute, func() (bool, error) {
+		_, err := getPod(admin, ns, "busybox")
+		return apierrors.IsNotFound(err), nil
+	})
+	t.Logf("delete → pod object gone: %s", time.Since(deleted).Round(time.Millisecond))
+	for _, ct := range containersOf(t, c, string(pod.UID)) {
+		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s still running after the pod was deleted", ct.Id)
+		}
+	}
+	sbs, err := c.Pods(context.Background(), map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sbs {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("sandbox %s still ready after the pod was deleted", sb.Id)
+		}
+	}
+	out := r.out.String()
+	for _, want := range []string{"SyncTerminatingPod", "SyncTerminatedPod", "ContainerStarted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func hasCondition(p *v1.Pod, t v1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// A pod whose object is gone while the node was down: its containers run
+// with no pod left. The next run finds them through the PLEG and the
+// workers drive them to terminating as a runtime-only pod.
+func TestOrphanedContainersAreStopped(t *testing.T) {
+	rt := critest.Containerd(t)
+	noLeaks(t)
+	c := critest.Dial(t, rt)
+	admin := testenv.AdminClient(t)
+	ns := namespace(t, admin)
+	cleanRuntime(t, c, ns)
+	dir := t.TempDir()
+	r := startLab(t, rt, "lab-node-12o", dir)
+	if _, err := admin.CoreV1().Pods(ns).Create(context.Background(), busybox(ns, "orphan", "lab-node-12o", rt.BusyboxImage, forever), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod *v1.Pod
+	poll(t, "pod Running", time.Minute, func() (bool, error) {
+		p, err := getPod(admin, ns, "orphan")
+		pod = p
+		return err == nil && runningWithIP(p), nil
+	})
+	r.stop() // the node goes down; its containers keep running
+	zero := int64(0)
+	if err := admin.CoreV1().Pods(ns).Delete(context.Background(), "orphan", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(containersOf(t, c, string(pod.UID))); n != 1 {
+		t.Fatalf("want the container still there while the node is down, got %d", n)
+	}
+	r2 := startLab(t, rt, "lab-node-12o", dir)
+	poll(t, "the orphan's container stopped", time.Minute, func() (bool, error) {
+		for _, ct := range containersOf(t, c, string(pod.UID)) {
+			if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if !strings.Contains(r2.out.String(), "SyncTerminatingRuntimePod") {
+		t.Errorf("output lacks SyncTerminatingRuntimePod:\n%s", r2.out)
+	}
+}
+
+// Pod startup latency through our workers on containerd, the number the
+// kubelet's SLO speaks of (p99 ≤ 5 s): logged, not asserted.
+func TestStartupLatency(t *testing.T) {
+	rt := critest.Containerd(t)
+	noLeaks(t)
+	c := critest.Dial(t, rt)
+	admin := testenv.AdminClient(t)
+	ns := namespace(t, admin)
+	cleanRuntime(t, c, ns)
+	startLab(t, rt, "lab-node-12s", t.TempDir())
+	const n = 20
+	created := map[string]time.Time{}
+	for i := range n {
+		name := fmt.Sprintf("p%02d", i)
+		created[name] = time.Now()
+		if _, err := admin.CoreV1().Pods(ns).Create(context.Background(), busybox(ns, name, "lab-node-12s", rt.BusyboxImage, forever), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	seen := map[string]bool{}
+	poll(t, "all pods Running", 2*time.Minute, func() (bool, error) {
+		list, err := admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if !seen[p.Name] && runningWithIP(p) {
+				seen[p.Name] = true
+				lat = append(lat, time.Since(created[p.Name]))
+			}
+		}
+		return len(seen) == n, nil
+	})
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("%s: %d pods create → Running (seen by a 50 ms poll): p50 %s, p99 %s (SLO p99 ≤ 5s)", rt.Name, n,
+		lat[n/2].Round(time.Millisecond), lat[n*99/100].Round(time.Millisecond))
+	if err := admin.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	poll(t, "all pods gone", 2*time.Minute, func() (bool, error) {
+		list, err := admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+	t.Logf("%s: %d pods delete → gone: %s", rt.Name, n, time.Since(start).Round(time.Millisecond))
+}
+
+// Without a runtime the lab fails before it joins, and says how to start one.
+func TestNoRuntime(t *testing.T) {
+	t.Setenv(state.EnvVar, t.TempDir())
+	err := run(context.Background(), options{nodeName: "lab-node-12x", endpoint: "unix://" + t.TempDir() + "/none.sock",
+		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: time.Second}, &lines{}, nil)
+	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {
+		t.Fatalf("want an error naming %q, got %v", cri.UpHint, err)
+	}
+}

@@ -1,0 +1,189 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/pleg"
+	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
+	"k8s.io/utils/clock"
+
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/kuberuntime"
+	"kubelet-labs/mycore/podconfig"
+	"kubelet-labs/mycore/podworkers"
+	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/status"
+)
+
+// The kubelet's defaults (kubelet.go:205-230, :1068, kubelet_pods.go).
+const (
+	DefaultRelistPeriod       = time.Second       // genericPlegRelistPeriod
+	DefaultRelistThreshold    = 3 * time.Minute   // genericPlegRelistThreshold
+	DefaultHousekeepingPeriod = 2 * time.Second   // housekeepingPeriod
+	DefaultBackOffInitial     = 10 * time.Second  // crashLoopBackOff initial
+	DefaultBackOffMax         = 300 * time.Second // MaxContainerBackOff
+	plegChannelCapacity       = 1000              // plegChannelCapacity
+)
+
+// NodeLabel is put on every sandbox and container a node creates, and the
+// node lists only what carries its name. The course runs several nodes and
+// tests on one containerd; a kubelet owns its runtime and has no such label.
+const NodeLabel = "kubelet-labs/node"
+
+// Options configure a Kubelet. NodeName, Client and CRI are required.
+type Options struct {
+	NodeName string
+	// Client acts as the node (system:node:NAME): the Node authorizer and
+	// NodeRestriction then check every call, as for a real kubelet.
+	Client kubernetes.Interface
+	// CRI is the runtime: containerd or the mock.
+	CRI *cri.Client
+	// PodLogsDir is where container logs go (the kubelet's /var/log/pods).
+	PodLogsDir string
+	// HostIPs are the node's InternalIPs, for status.hostIP(s) and the
+	// status.hostIP downward-API field.
+	HostIPs []string
+	// Zero values take the kubelet's defaults above.
+	RelistPeriod, HousekeepingPeriod time.Duration
+	BackOffInitial, BackOffMax       time.Duration
+	ResyncInterval, StatusSyncPeriod time.Duration
+	// Log gets one line per step (config ops, PLEG events, workers, CRI
+	// calls, status posts); nil is silent.
+	Log func(format string, args ...any)
+}
+
+// Kubelet is one running node. Build it with New, run it with Run.
+type Kubelet struct {
+	o        Options
+	log      func(format string, args ...any)
+	pods     kubepod.Manager
+	cache    kubecontainer.Cache
+	runtime  *runtime.Runtime
+	manager  *kuberuntime.Manager
+	pleg     *pleg.GenericPLEG
+	plegCh   chan *pleg.PodLifecycleEvent
+	workers  *podworkers.Workers
+	status   *status.Manager
+	backOff  *flowcontrol.Backoff
+	reasons  *reasonCache
+	finished chan types.UID
+	ran      bool
+}
+
+// New builds a Kubelet; nothing runs until Run.
+func New(o Options) (*Kubelet, error) {
+	if o.NodeName == "" || o.Client == nil || o.CRI == nil {
+		return nil, errors.New("kubelet: Options.NodeName, Client and CRI are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.RelistPeriod, DefaultRelistPeriod)
+	def(&o.HousekeepingPeriod, DefaultHousekeepingPeriod)
+	def(&o.BackOffInitial, DefaultBackOffInitial)
+	def(&o.BackOffMax, DefaultBackOffMax)
+	k := &Kubelet{
+		o:        o,
+		log:      o.Log,
+		pods:     kubepod.NewBasicPodManager(),
+		cache:    kubecontainer.NewCache(),
+		runtime:  runtime.New(o.CRI, runtime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
+		plegCh:   make(chan *pleg.PodLifecycleEvent, plegChannelCapacity),
+		backOff:  flowcontrol.NewBackOff(o.BackOffInitial, o.BackOffMax),
+		reasons:  newReasonCache(),
+		finished: make(chan types.UID, 16),
+	}
+	if k.log == nil {
+		k.log = func(string, ...any) {}
+	}
+	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log})
+	// The PLEG is upstream's, unchanged: it lists the runtime every
+	// RelistPeriod, writes the pod cache and sends an event per change.
+	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
+		&pleg.RelistDuration{RelistPeriod: o.RelistPeriod, RelistThreshold: DefaultRelistThreshold},
+		k.cache, clock.RealClock{}).(*pleg.GenericPLEG)
+	w, err := podworkers.New(podworkers.Options{
+		Syncer:         &syncer{k: k},
+		Cache:          k.cache,
+		ResyncInterval: o.ResyncInterval,
+		OnEvent:        k.onWorkerEvent,
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.workers = w
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log})
+	return k, nil
+}
+
+// Run is the kubelet's Run + syncLoop (kubelet.go:1841, :2539): start the
+// status manager and the PLEG, watch the pods bound to the node, and loop
+// until ctx is done. It returns after every goroutine it started has
+// exited. Containers keep running, as when a kubelet restarts: the next Run
+// finds them through the PLEG (and stops those whose pod is gone).
+func (k *Kubelet) Run(ctx context.Context) error {
+	if k.ran {
+		return errors.New("kubelet: Run called twice")
+	}
+	k.ran = true
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	wg.Go(func() { k.status.Run(ctx) })
+	k.pleg.Start()
+	defer k.pleg.Stop()
+	// Workers stop before the PLEG: Stop keeps the cache's clock moving so
+	// workers blocked in GetNewerThan wake up and leave.
+	defer k.workers.Stop()
+
+	updates := podconfig.Watch(ctx, k.o.Client, k.o.NodeName)
+	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
+	defer housekeeping.Stop()
+	k.syncLoop(ctx, updates, housekeeping.C)
+	cancel()
+	for range updates { // the source closes it once its informer is gone
+	}
+	return nil
+}
+
+// Pods is the pod manager: the pods this node should run.
+func (k *Kubelet) Pods() kubepod.Manager { return k.pods }
+
+// Workers are the pod workers, for labs that print their states.
+func (k *Kubelet) Workers() *podworkers.Workers { return k.workers }
+
+// Status is the status manager.
+func (k *Kubelet) Status() *status.Manager { return k.status }
+
+// Runtime is the PLEG's view of the runtime (kubecontainer.Runtime).
+func (k *Kubelet) Runtime() *runtime.Runtime { return k.runtime }
+
+// PodCache is the cache the PLEG writes and the workers wait on.
+func (k *Kubelet) PodCache() kubecontainer.Cache { return k.cache }
+
+// Healthy is the PLEG's health, as the kubelet's /healthz reports it.
+func (k *Kubelet) Healthy() error {
+	if ok, err := k.pleg.Healthy(); !ok {
+		return fmt.Errorf("PLEG is not healthy: %w", err)
+	}
+	return nil
+}
+
+func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// short is the 13 characters crictl shows of an ID.
+func short(id string) string { return id[:min(13, len(id))] }

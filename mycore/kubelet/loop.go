@@ -1,0 +1,143 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
+	"k8s.io/kubernetes/pkg/kubelet/pleg"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/mycore/podconfig"
+	"kubelet-labs/mycore/podworkers"
+)
+
+var _ podconfig.Handler = (*Kubelet)(nil)
+
+// syncLoop is syncLoopIteration (kubelet.go:2695-2815) with its three
+// inputs: config updates, PLEG events and the housekeeping tick. (The
+// resync queue the kubelet drains every second lives in mycore/podworkers.)
+func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, housekeeping <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u, ok := <-updates:
+			if !ok {
+				return
+			}
+			for _, p := range u.Pods {
+				k.log("config  %-9s %s", podconfig.OpName(u.Op), podName(p))
+			}
+			if err := podconfig.Dispatch(ctx, u, k); err != nil {
+				k.log("config  %v", err)
+			}
+		case e := <-k.plegCh:
+			k.handlePLEGEvent(ctx, e)
+		case uid := <-k.finished:
+			// A worker finished: the status manager may now delete the pod
+			// (its DeletionSafety says no container can run any more).
+			if pod, ok := k.pods.GetPodByUID(uid); ok {
+				k.status.TerminatePod(pod)
+			}
+		case <-housekeeping:
+			k.handlePodCleanups(ctx)
+		}
+	}
+}
+
+// handlePLEGEvent: an event about a known pod syncs it at once
+// (isSyncPodWorthy, kubelet.go:3453: every type but ContainerRemoved).
+func (k *Kubelet) handlePLEGEvent(ctx context.Context, e *pleg.PodLifecycleEvent) {
+	pod, known := k.pods.GetPodByUID(e.ID)
+	name := string(e.ID)
+	if known {
+		name = podName(pod)
+	}
+	k.log("PLEG    %s %s %v", e.Type, name, shortData(e.Data))
+	if known && e.Type != pleg.ContainerRemoved {
+		k.HandlePodSyncs(ctx, []*v1.Pod{pod})
+	}
+}
+
+func shortData(d any) string {
+	if s, ok := d.(string); ok {
+		return short(s)
+	}
+	return fmt.Sprint(d)
+}
+
+// HandlePodAdditions: into the pod manager, then a create for the worker
+// (kubelet.go:2832-2908; admission is left out: every pod is admitted).
+func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	podconfig.ManagerHandler{Pods: k.pods}.HandlePodAdditions(ctx, pods)
+	for _, p := range pods {
+		k.update(p, kubetypes.SyncPodCreate)
+	}
+}
+
+// HandlePodUpdates: a changed pod, or a graceful delete (DELETE is handled
+// as an UPDATE): the worker sees the deletionTimestamp (:2912-2971).
+func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	podconfig.ManagerHandler{Pods: k.pods}.HandlePodUpdates(ctx, pods)
+	for _, p := range pods {
+		k.update(p, kubetypes.SyncPodUpdate)
+	}
+}
+
+// HandlePodRemoves: the pod is gone from the apiserver; kill it if it
+// still runs (:3059-3092, deletePod :2569-2585).
+func (k *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	podconfig.ManagerHandler{Pods: k.pods}.HandlePodRemoves(ctx, pods)
+	for _, p := range pods {
+		if pod, mirror, wasMirror := k.pods.GetPodAndMirrorPod(p); wasMirror {
+			if pod != nil { // the mirror pod went; its static pod stays
+				k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: pod, MirrorPod: mirror, UpdateType: kubetypes.SyncPodUpdate})
+			}
+			continue
+		}
+		k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodKill})
+	}
+}
+
+// HandlePodReconcile: only the status changed in the apiserver. The
+// kubelet syncs the pod only if its Ready condition needs fixing
+// (:3097-3184); the status manager's next pass corrects anything else.
+func (k *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
+	podconfig.ManagerHandler{Pods: k.pods}.HandlePodReconcile(ctx, pods)
+}
+
+// HandlePodSyncs: a PLEG event (or a probe result) for a known pod
+// (:3188-3211).
+func (k *Kubelet) HandlePodSyncs(_ context.Context, pods []*v1.Pod) {
+	for _, p := range pods {
+		k.update(p, kubetypes.SyncPodSync)
+	}
+}
+
+// update hands a pod to its worker with its mirror pod, if any; a mirror
+// pod stands for its static pod.
+func (k *Kubelet) update(p *v1.Pod, t kubetypes.SyncPodType) {
+	pod, mirror, wasMirror := k.pods.GetPodAndMirrorPod(p)
+	if wasMirror {
+		if pod == nil {
+			return // a mirror pod without its static pod
+		}
+		t = kubetypes.SyncPodUpdate
+	}
+	k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: pod, MirrorPod: mirror, UpdateType: t})
+}
+
+// onWorkerEvent logs each step of each worker and tells the loop when a
+// pod finished.
+func (k *Kubelet) onWorkerEvent(e podworkers.Event) {
+	k.log("worker  %s", e)
+	if e.Kind == podworkers.Finished {
+		select {
+		case k.finished <- e.UID:
+		default: // the loop is busy or gone; housekeeping checks every pod anyway
+		}
+	}
+}

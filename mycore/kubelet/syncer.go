@@ -1,0 +1,157 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/mycore/kuberuntime"
+	"kubelet-labs/mycore/podworkers"
+	"kubelet-labs/mycore/status"
+)
+
+// syncer is the pod workers' Syncer: the kubelet's SyncPod,
+// SyncTerminatingPod, SyncTerminatingRuntimePod and SyncTerminatedPod
+// (kubelet.go:2019, :2289, :2426, :2458) with what our node has — no
+// volumes, secrets, cgroups or probes.
+type syncer struct{ k *Kubelet }
+
+var _ podworkers.Syncer = (*syncer)(nil)
+
+// SyncPod: report the status the runtime shows, stop if the pod is over,
+// else make the runtime match the spec. The status is computed from the
+// pod cache before acting (kubelet.go:2066-2112): what is posted is always
+// what was observed, never what was just asked for; the PLEG sees the
+// result and triggers the next sync.
+func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
+	k := s.k
+	api := k.generateStatus(pod, podStatus, false)
+	k.status.SetPodStatus(pod, api)
+	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
+		k.log("sync    SyncPod(%s) %s: phase %s → terminal", updateType, podName(pod), api.Phase)
+		return true, nil, nil
+	}
+	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, podName(pod), api.Phase, describe(podStatus))
+	result := k.manager.SyncPod(ctx, pod, podStatus, k.nodeInfo(), k.backOff)
+	k.reasons.update(pod.UID, result)
+	err := result.Error()
+	if err != nil {
+		// A crash-loop back-off is an error carrying its expiry
+		// (kubecontainer.BackoffError): the workers retry exactly then
+		// (pod_workers.go:1539), or earlier if the PLEG reports a change.
+		k.log("sync    %s: %v", podName(pod), err)
+	}
+	return false, nil, err
+}
+
+// SyncTerminatingPod: post the status, stop every container with the
+// grace period the workers decided, check nothing runs, post the terminal
+// status (kubelet.go:2289-2420).
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn func(*v1.PodStatus)) error {
+	k := s.k
+	api := k.generateStatus(pod, podStatus, false)
+	if podStatusFn != nil {
+		podStatusFn(&api)
+	}
+	k.status.SetPodStatus(pod, api)
+	grace := "the pod's own"
+	if gracePeriod != nil {
+		grace = fmt.Sprintf("%ds", *gracePeriod)
+	}
+	k.log("sync    SyncTerminatingPod %s: stop it, grace %s", podName(pod), grace)
+	running := kubecontainer.ConvertPodStatusToRunningPod(k.runtime.Type(), podStatus)
+	if err := k.killPod(ctx, pod, running, gracePeriod); err != nil {
+		return fmt.Errorf("error killing terminating pod: %w", err)
+	}
+	// Ask the runtime again, not the cache: the kill just changed it (:2335-2370).
+	rp, err := k.runtime.GetPod(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	stopped, err := k.runtime.GetPodStatus(ctx, rp)
+	if err != nil {
+		return err
+	}
+	for _, c := range stopped.ContainerStatuses {
+		if c.State == kubecontainer.ContainerStateRunning {
+			return fmt.Errorf("container %s still runs after KillPod", c.Name)
+		}
+	}
+	k.status.SetPodStatus(pod, k.generateStatus(pod, stopped, true))
+	return nil
+}
+
+// SyncTerminatingRuntimePod stops a pod the runtime has and the config
+// does not, with grace 1 s as the kubelet does (kubelet.go:2426-2456).
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
+	s.k.log("sync    SyncTerminatingRuntimePod %s/%s: %d container(s) of a pod the config no longer has → stop, grace 1s", rp.Namespace, rp.Name, len(rp.Containers))
+	one := int64(1)
+	return s.k.killPod(ctx, nil, *rp, &one)
+}
+
+// SyncTerminatedPod: the final status, and TerminatePod, which lets the
+// status manager delete the pod object once it is safe (kubelet.go:2458).
+// Dead containers and sandboxes stay for the garbage collector.
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
+	k := s.k
+	k.status.SetPodStatus(pod, k.generateStatus(pod, podStatus, true))
+	k.status.TerminatePod(pod)
+	k.log("sync    SyncTerminatedPod %s: final status posted", podName(pod))
+	return nil
+}
+
+// generateStatus is generateAPIPodStatus (kubelet_pods.go) plus the
+// reason cache: a container that is not running and has a reason (back-off,
+// a failed start) shows Waiting with it, its last exit moved to
+// lastState, as convertToAPIContainerStatuses does.
+func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus, terminal bool) v1.PodStatus {
+	old, ok := k.status.GetPodStatus(pod.UID)
+	if !ok {
+		old = pod.Status
+	}
+	st := status.Generate(pod, podStatus, old, terminal, status.GenerateOptions{HostIPs: k.o.HostIPs})
+	if terminal {
+		return st
+	}
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		if cs.State.Running != nil {
+			continue
+		}
+		r, ok := k.reasons.get(pod.UID, cs.Name)
+		if !ok {
+			continue
+		}
+		if cs.State.Terminated != nil {
+			cs.LastTerminationState = cs.State
+		}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r.reason, Message: r.message}}
+	}
+	return st
+}
+
+func (k *Kubelet) nodeInfo() kuberuntime.PodIPs {
+	n := kuberuntime.PodIPs{NodeName: k.o.NodeName}
+	if len(k.o.HostIPs) > 0 {
+		n.HostIP = k.o.HostIPs[0]
+	}
+	return n
+}
+
+// describe is one line of what the pod cache says.
+func describe(ps *kubecontainer.PodStatus) string {
+	if len(ps.SandboxStatuses) == 0 {
+		return "no sandbox yet"
+	}
+	s := fmt.Sprintf("%d sandbox(es), IPs %v", len(ps.SandboxStatuses), ps.IPs)
+	for _, c := range ps.ContainerStatuses {
+		s += fmt.Sprintf(", %s=%s", c.Name, c.State)
+		if c.State == kubecontainer.ContainerStateExited {
+			s += fmt.Sprintf("(%d)", c.ExitCode)
+		}
+	}
+	return s
+}
