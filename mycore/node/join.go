@@ -43,6 +43,12 @@ type JoinOptions struct {
 	// that cannot run them. Pods in the labs name their node through
 	// spec.nodeName, which the taint does not stop.
 	NoTaint bool
+	// InternalIP the node reports (default 127.0.0.1), DaemonPort the port
+	// of its server and DeclaredFeatures what that server supports: see
+	// Config. A node without a server leaves them empty.
+	InternalIP       string
+	DaemonPort       int32
+	DeclaredFeatures []string
 	// Timeout bounds the join (certificate issued, node Ready); 0 = 2m.
 	Timeout time.Duration
 	// Log receives one human line per step (nil: silent).
@@ -112,7 +118,8 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 	nodeCfg.QPS, nodeCfg.Burst = KubeAPIQPS, KubeAPIBurst
 
 	// From here on, everything is done as system:node:NAME.
-	cfg := Config{Name: o.Name, Labels: map[string]string{LabLabel: o.Lab}}
+	cfg := Config{Name: o.Name, Labels: map[string]string{LabLabel: o.Lab},
+		InternalIP: o.InternalIP, DaemonPort: o.DaemonPort, DeclaredFeatures: o.DeclaredFeatures}
 	if !o.NoTaint {
 		cfg.Taints = []v1.Taint{NoRuntimeTaint}
 	}

@@ -56,6 +56,14 @@ type Config struct {
 	// Capacity, default: this machine's CPUs, memory and root file system,
 	// and 110 pods (the kubelet's maxPods).
 	Capacity v1.ResourceList
+	// DaemonPort is the port of the node's HTTPS server, published as
+	// status.daemonEndpoints.kubeletEndpoint.port: the apiserver calls
+	// InternalIP:DaemonPort for logs, exec and port-forward. 0: no server.
+	DaemonPort int32
+	// DeclaredFeatures go into status.declaredFeatures, e.g.
+	// ExtendWebSocketsToKubelet (the kubelet's nodeDeclaredFeatures,
+	// kubelet_node_status.go:676-678).
+	DeclaredFeatures []string
 }
 
 // InitialNode is the Node we create: the kubelet's initialNode
@@ -122,6 +130,8 @@ func (c Config) SetStatus(n *v1.Node, now time.Time) {
 		ip = "127.0.0.1"
 	}
 	n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: c.Name}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = c.DaemonPort
+	n.Status.DeclaredFeatures = append([]string(nil), c.DeclaredFeatures...)
 
 	capacity := c.Capacity
 	if capacity == nil {
