@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// The one program this node runs. A container's command (plus its args)
+// is interpreted here instead of being executed:
+//
+//	http-get [--retry-for=DURATION] [--every=DURATION] URL
+//
+// GET the URL until it answers 2xx, at most --retry-for long (default 0:
+// one attempt), waiting --every between attempts. It is a job whose
+// outcome depends on the world — it can succeed, fail in several ways,
+// or run until something else happens — which is what a node has to
+// report back, and it stops the moment its context is cancelled.
+const program = "http-get"
+
+// Exit codes: curl --fail's for the same failures, so they mean something
+// to anyone who has scripted a health check, and a shell's for the rest.
+const (
+	exitOK           = 0
+	exitOther        = 1
+	exitUsage        = 2   // a shell builtin's usage error
+	exitResolve      = 6   // curl: could not resolve host
+	exitConnect      = 7   // curl: failed to connect
+	exitHTTPError    = 22  // curl --fail: HTTP status >= 400
+	exitTimeout      = 28  // curl: operation timed out
+	exitTLS          = 60  // curl: peer certificate cannot be authenticated
+	exitNotFound     = 127 // a shell: command not found
+	exitStoppedByTER = 143 // 128+SIGTERM: what a process stopped by the kubelet usually returns
+)
+
+// attemptTimeout bounds one GET, as a probe's timeoutSeconds does.
+const attemptTimeout = 10 * time.Second
+
+// result is how a container ended: the fields of a terminated state.
+type result struct {
+	exitCode int
+	message  string
+}
+
+// reason is the terminated state's reason, as containerd reports it.
+func (r result) reason() string {
+	if r.exitCode == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
+
+// interpreter runs commands; its client trusts the system's CAs and the
+// cluster's, so https://127.0.0.1:6443/readyz is verified like any site.
+type interpreter struct {
+	client *http.Client
+	logf   func(format string, args ...any) // one line per attempt
+}
+
+// newInterpreter builds the HTTP client. Only the CA comes from the
+// node's kubeconfig: the node's client certificate is never sent to the
+// URLs pods name.
+func newInterpreter(cfg *rest.Config, logf func(string, ...any)) (*interpreter, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("cluster CA: %w", err)
+		}
+	}
+	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("cluster CA: no certificate found in the kubeconfig's CA")
+	}
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		Proxy:             http.ProxyFromEnvironment,
+		DisableKeepAlives: true, // every attempt is a fresh connection, as a probe's
+	}
+	return &interpreter{client: &http.Client{Transport: tr}, logf: logf}, nil
+}
+
+// run interprets argv until it ends or ctx is cancelled (the pod is being
+// stopped). It never returns before the work has stopped.
+func (in *interpreter) run(ctx context.Context, name string, argv []string) result {
+	if len(argv) == 0 {
+		return result{exitNotFound, "no command: this node runs only `" + program + " URL` (set command: [\"" + program + "\", \"https://…\"])"}
+	}
+	if argv[0] != program {
+		return result{exitNotFound, fmt.Sprintf("%s: command not found: this node runs only `%s URL`, it has no container runtime", argv[0], program)}
+	}
+	fs := flag.NewFlagSet(program, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	retryFor := fs.Duration("retry-for", 0, "keep trying this long")
+	every := fs.Duration("every", time.Second, "wait between attempts")
+	usage := "usage: " + program + " [--retry-for=DURATION] [--every=DURATION] URL"
+	if err := fs.Parse(argv[1:]); err != nil {
+		return result{exitUsage, fmt.Sprintf("%s: %v; %s", program, err, usage)}
+	}
+	if fs.NArg() != 1 {
+		return result{exitUsage, fmt.Sprintf("%s: want exactly one URL, got %d arguments; %s", program, fs.NArg(), usage)}
+	}
+	u, err := url.Parse(fs.Arg(0))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return result{exitUsage, fmt.Sprintf("%s: %q is not an http(s) URL; %s", program, fs.Arg(0), usage)}
+	}
+	if *retryFor < 0 || *every <= 0 {
+		return result{exitUsage, fmt.Sprintf("%s: --retry-for must be >= 0 and --every > 0; %s", program, usage)}
+	}
+
+	deadline := time.Now().Add(*retryFor)
+	var last result
+	for attempt := 1; ; attempt++ {
+		last = in.get(ctx, u)
+		if ctx.Err() != nil {
+			return result{exitStoppedByTER, fmt.Sprintf("stopped by the node during attempt %d (GET %s)", attempt, u)}
+		}
+		in.logf("%s attempt %d: %s", name, attempt, last.message)
+		if last.exitCode == exitOK || !time.Now().Add(*every).Before(deadline) {
+			if attempt > 1 {
+				last.message = fmt.Sprintf("%s (after %d attempts)", last.message, attempt)
+			}
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return result{exitStoppedByTER, fmt.Sprintf("stopped by the node after %d attempt(s); last: %s", attempt, last.message)}
+		case <-time.After(*every):
+		}
+	}
+}
+
+// get is one attempt: a 2xx answer is success, anything else a failure
+// with curl's exit code for it.
+func (in *interpreter) get(ctx context.Context, u *url.URL) result {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return result{exitUsage, err.Error()}
+	}
+	req.Header.Set("User-Agent", "kubelet-labs-virtual-pod")
+	resp, err := in.client.Do(req)
+	if err != nil {
+		return result{classify(err), fmt.Sprintf("GET %s: %v", u, err)}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if len(line) > 80 {
+		line = line[:80] + "…"
+	}
+	msg := fmt.Sprintf("GET %s: %s", u, resp.Status)
+	if line != "" {
+		msg += ": " + line
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return result{exitOK, msg}
+	}
+	return result{exitHTTPError, msg}
+}
+
+// classify maps a failed request to curl's exit code, by error type.
+func classify(err error) int {
+	var dns *net.DNSError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dns):
+		return exitResolve
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return exitConnect
+	case errors.As(err, &verify), errors.As(err, &unknownCA), errors.As(err, &hostname):
+		return exitTLS
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return exitTimeout
+	}
+	return exitOther
+}
