@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -123,7 +124,7 @@ func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *running 
 	}
 	t.Cleanup(func() {
 		r.stop()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("LAB12_OUTPUT") != "" {
 			t.Logf("lab output:\n%s", out)
 		}
 	})

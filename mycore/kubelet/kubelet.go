@@ -128,7 +128,7 @@ func New(o Options) (*Kubelet, error) {
 	return k, nil
 }
 
-// Run is the kubelet's Run + syncLoop (kubelet.go:1841, :2539): start the
+// Run is the kubelet's Run + syncLoop (kubelet.go:1850, :2620): start the
 // status manager and the PLEG, watch the pods bound to the node, and loop
 // until ctx is done. It returns after every goroutine it started has
 // exited. Containers keep running, as when a kubelet restarts: the next Run
