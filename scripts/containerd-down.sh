@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Stop the containerd started by scripts/containerd-up.sh and remove every
-# trace of it: its containers and shims (re-parented to PID 1, found by their
-# `-address <our socket>`), mounts under our root/state, pod network
-# namespaces, the CNI bridge, shim sockets and CNI cache files in fixed host
+# Stop the containerd(s) started by scripts/containerd-up.sh and remove every
+# trace of them: their containers and shims (re-parented to PID 1, found by
+# their `-address <our socket>`), mounts under our folders, pod network
+# namespaces, the CNI bridges, shim sockets and CNI cache files in fixed host
 # paths, and the host paths/sysctl that up created or changed.
+#
+#   sudo scripts/containerd-down.sh                 # every flavour there is
+#   sudo scripts/containerd-down.sh --version 1.6   # only that one
 #
 # Then it checks: if anything of ours is still there it says what and exits 1.
 # Idempotent: running it when nothing runs is fine (and also checks).
-# Built images and config stay in the state folder (a rebuild is skipped).
+# Built binaries, images and configs stay in the state folder (a restart
+# skips rebuilding them). Also stops a containerd an older containerd-up.sh
+# ran directly in <state>/containerd/ (one instance, no flavour folders).
 set -euo pipefail
 # say where it stopped: set -e alone exits silently
 trap 'echo "containerd-down: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
@@ -15,12 +20,91 @@ trap 'echo "containerd-down: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ER
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
 
+usage() { die "usage: $0 [--version FLAVOURS]   (FLAVOURS: ${KNOWN_FLAVOURS[*]}, a comma list, or all; default: every flavour there is)"; }
+requested=all
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--version)
+		[ $# -ge 2 ] || usage
+		requested="$2"
+		shift 2
+		;;
+	--version=*)
+		requested="${1#--version=}"
+		shift
+		;;
+	*) usage ;;
+	esac
+done
+parse_flavours "${requested}" >/dev/null
+mapfile -t named < <(parse_flavours "${requested}")
+
 need_root
 t0="$(now)"
-cleanup_all
-left="$(leftovers)"
-if [ -n "${left}" ]; then
-	printf 'containerd-down: these are still there:\n%s\n' "${left}" >&2
-	exit 1
+if [ ! -d "${TOP}" ]; then
+	log "no ${TOP}: no containerd of ours was started here"
+	exit 0
 fi
-log "containerd stopped; nothing of ours left (${D}) in $(elapsed "${t0}")s"
+# one up or down at a time on this state folder
+exec 8>"${TOP}/.up-down.lock"
+flock 8
+
+# what to stop: the named flavours that have a folder, plus the legacy
+# instance when stopping everything
+targets=()
+for f in "${named[@]}"; do
+	[ -d "${TOP}/${f}" ] && targets+=("${f}")
+done
+if [ "${requested}" = all ] && legacy_present; then
+	targets+=(legacy)
+fi
+
+failed=0
+report() { # FLAVOUR LEFTOVERS
+	[ -n "$2" ] || return 0
+	printf 'containerd-down: containerd %s: these are still there:\n%s\n' "$1" "$2" >&2
+	failed=1
+}
+
+# 1. stop each one and check what is its own (processes, mounts, bridge...)
+for f in "${targets[@]}"; do
+	use_flavour "${f}"
+	cleanup_all
+	report "${f}" "$(leftovers)"
+	if [ "${f}" = legacy ] && [ -z "$(leftovers)" ]; then
+		# the old layout is gone for good: a later up or down sees flavours only
+		rm -f "${CONF}"
+		rm -rf "${D}/cni"
+	fi
+done
+
+# 2. the fixed host paths and ip_forward, once all of them are stopped
+for f in "${targets[@]}"; do
+	use_flavour "${f}"
+	undo_host_paths
+	report "${f}" "$(leftover_host_paths)"
+done
+
+# 3. the labs' default env: it named a flavour that is gone now. Point it at
+# one still running (a flavour this run did not stop), else remove it.
+default_sock="$(env_value "${DEFAULT_ENVFILE}" CONTAINERD_SOCK)"
+if [ -n "${default_sock}" ] && [ ! -S "${default_sock}" ]; then
+	rm -f "${DEFAULT_ENVFILE}" "${DEFAULT_CRICTL}"
+	for f in "${KNOWN_FLAVOURS[@]}"; do
+		use_flavour "${f}"
+		if [ -f "${ENVFILE}" ] && [ -S "${SOCK}" ]; then
+			sed "s#^CRI_CONFIG_FILE=.*#CRI_CONFIG_FILE=${DEFAULT_CRICTL}#" "${ENVFILE}" >"${DEFAULT_ENVFILE}.tmp"
+			cp "${CRICTL_YAML}" "${DEFAULT_CRICTL}"
+			mv "${DEFAULT_ENVFILE}.tmp" "${DEFAULT_ENVFILE}"
+			log "the labs now use containerd ${f} (${DEFAULT_ENVFILE})"
+			break
+		fi
+	done
+fi
+
+[ "${failed}" -eq 0 ] || exit 1
+if [ "${#targets[@]}" -eq 0 ]; then
+	log "no containerd of ours in ${TOP}; nothing to stop"
+else
+	log "containerd ${targets[*]}: stopped, nothing of ours left (${TOP}) in $(elapsed "${t0}")s"
+fi

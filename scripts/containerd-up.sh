@@ -2,22 +2,39 @@
 # Start a private containerd for the real-runtime labs (11-containerd and
 # later) on a unix socket in the state folder, with offline images.
 #
-#   sudo scripts/containerd-up.sh      # then: go run ./labs/11-containerd
-#   sudo scripts/containerd-down.sh    # stops it and removes every trace
+#   sudo scripts/containerd-up.sh                    # containerd 2.2 (the default)
+#   sudo scripts/containerd-up.sh --version 1.6      # the distribution's (Debian 12: 1.6.20)
+#   sudo scripts/containerd-up.sh --version 2.2,1.6  # both side by side
+#   sudo scripts/containerd-down.sh                  # stops every one, removes every trace
+#
+# Flavours (LABS_CONTAINERD=... does what --version does; the flag wins):
+#   2.2  containerd v2.2.x (pinned in scripts/containerd/lib.sh), built from
+#        its Go module by scripts/build-containerd.sh into <state>/bin/ the
+#        first time (needs Go; a few minutes), config `version = 3`
+#   1.6  the distribution's containerd from apt (Debian 12: 1.6.20, end of
+#        life, installed in seconds), config `version = 2`
+# Both use the distribution's runc and CNI plugins and the same offline images.
+# Each runs in its own folder <state>/containerd/<flavour>/ with its own
+# socket, bridge (labs22, labs16) and subnet (10.231.22.0/24, 10.231.16.0/24).
+# The labs use the first flavour named: its env and crictl.yaml are copied to
+# <state>/containerd/env and crictl.yaml (mycore/cri reads that env file). A
+# flavour already running and not named keeps running.
 #
 # What it does (idempotent; a second run reuses a healthy instance):
-#   1. installs containerd, runc, CNI plugins, busybox-static, gcc from the
-#      distribution (apt) if missing;
+#   1. installs runc, CNI plugins, busybox-static, gcc (and containerd for
+#      1.6) from the distribution (apt) if missing; builds containerd 2.2 if
+#      missing;
 #   2. builds the pause and busybox images offline (scripts/containerd/build-images.sh);
-#   3. writes config.toml and a CNI bridge conflist under
-#      ${LABS_STATE_DIR:-<repo>/.labs}/containerd/;
+#   3. writes config.toml and a CNI bridge conflist in the flavour's folder;
 #   4. cleans up a stale previous run (killed containerd, left-over shims,
 #      mounts, bridge) and starts containerd, waits until its CRI answers;
 #   5. imports the images into the k8s.io namespace (the one the CRI uses);
-#   6. writes and prints .labs/containerd/env (CONTAINERD_SOCK=..., images).
+#   6. writes and prints the flavour's env (CONTAINERD_SOCK=..., images).
 #
-# Environment: LABS_STATE_DIR (state folder), LABS_CNI_BRIDGE (default labs0),
-# LABS_CNI_SUBNET (default 10.231.0.0/24), LABS_NO_INSTALL=1 (never run apt).
+# Environment: LABS_STATE_DIR (state folder), LABS_CONTAINERD (flavours),
+# LABS_CNI_BRIDGE (bridge name prefix, default labs), LABS_CNI_SUBNET (the
+# /16 the flavours' /24s come from, default 10.231.0.0/16),
+# LABS_NO_INSTALL=1 (never run apt).
 set -euo pipefail
 # say where it stopped: set -e alone exits silently
 trap 'echo "containerd-up: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
@@ -25,8 +42,36 @@ trap 'echo "containerd-up: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
 
+usage() { die "usage: $0 [--version FLAVOURS]   (FLAVOURS: ${KNOWN_FLAVOURS[*]}, a comma list, or all; default \${LABS_CONTAINERD:-${DEFAULT_FLAVOUR}})"; }
+requested="${LABS_CONTAINERD:-${DEFAULT_FLAVOUR}}"
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--version)
+		[ $# -ge 2 ] || usage
+		requested="$2"
+		shift 2
+		;;
+	--version=*)
+		requested="${1#--version=}"
+		shift
+		;;
+	*) usage ;;
+	esac
+done
+# validate in this shell (die exits), then collect
+parse_flavours "${requested}" >/dev/null
+mapfile -t flavours < <(parse_flavours "${requested}")
+wants() { # FLAVOUR
+	local f
+	for f in "${flavours[@]}"; do [ "${f}" = "$1" ] && return 0; done
+	return 1
+}
+
 need_root
-check_paths
+for f in "${flavours[@]}"; do
+	use_flavour "${f}"
+	check_paths
+done
 if [ ! -d "${LABS_STATE}" ]; then
 	# the state folder is shared with labs that run as the user: under sudo,
 	# give it to the user (our containerd/ folder inside stays root's)
@@ -34,9 +79,12 @@ if [ ! -d "${LABS_STATE}" ]; then
 	chmod 0700 "${LABS_STATE}"
 	chown "${SUDO_UID:-0}:${SUDO_GID:-0}" "${LABS_STATE}"
 fi
-mkdir -p "${D}"
-# the socket is root's (0660); keep its folder private too
-chmod 0700 "${D}"
+mkdir -p "${TOP}"
+# the sockets are root's (0660); keep their folder private too
+chmod 0700 "${TOP}"
+# one up or down at a time on this state folder
+exec 8>"${TOP}/.up-down.lock"
+flock 8
 
 # --- 1. packages -------------------------------------------------------------
 t_apt=0
@@ -51,8 +99,10 @@ find_cni_bin() {
 	return 1
 }
 missing=()
-command -v containerd >/dev/null || missing+=(containerd)
-command -v ctr >/dev/null || missing+=(containerd)
+if wants 1.6; then
+	command -v containerd >/dev/null || missing+=(containerd)
+	command -v ctr >/dev/null || missing+=(containerd)
+fi
 command -v runc >/dev/null || missing+=(runc)
 find_cni_bin >/dev/null || missing+=(containernetworking-plugins)
 [ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null || true)" = "install ok installed" ] || missing+=(busybox-static)
@@ -73,6 +123,23 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	log "installed in ${t_apt}s"
 fi
 CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback) not found"
+RUNC_BIN="$(command -v runc)"
+if wants 1.6; then
+	# "1.6" is the distribution's containerd: any 1.x reads the version = 2
+	# config below; a 2.x from apt is not what this flavour is for
+	distro_version="$(containerd --version | awk '{ print $3 }')"
+	case "${distro_version}" in
+	1.6.*) ;;
+	1.*) log "note: flavour 1.6 runs the distribution's containerd ${distro_version}" ;;
+	*) die "the distribution's containerd is ${distro_version}, not 1.x: use --version 2.2" ;;
+	esac
+fi
+t_build=0
+if wants 2.2; then
+	t0="$(now)"
+	"${LABS_REPO}/scripts/build-containerd.sh"
+	t_build="$(elapsed "${t0}")"
+fi
 
 # --- 2. images ---------------------------------------------------------------
 # Rebuild only when an input changed: the recipe, pause.c, the busybox binary.
@@ -91,11 +158,11 @@ fi
 source "${IMAGES_DIR}/images.env"
 
 # --- 3. config ---------------------------------------------------------------
-mkdir -p "${CNI_CONF_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}"
-new_conf="$(mktemp "${D}/.config.XXXXXX")"
-trap 'rm -f "${new_conf}"' EXIT
-cat >"${new_conf}" <<EOF
-# Written by scripts/containerd-up.sh; edits are overwritten. containerd 1.6 syntax.
+# containerd 1.x syntax (version = 2)
+config_v2() {
+	cat <<EOF
+# Written by scripts/containerd-up.sh; edits are overwritten. containerd 1.x syntax.
+# $(containerd --version)
 version = 2
 root = "${ROOT_DIR}"
 state = "${STATE_DIR}"
@@ -159,10 +226,100 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     [plugins."io.containerd.grpc.v1.cri".registry]
       config_path = ""
 EOF
-# One bridge network of our own. No ipMasq (no iptables rules to clean up,
+}
+
+# containerd 2.x syntax (version = 3). The CRI plugin is split in three:
+# io.containerd.cri.v1.images (images, the sandbox image),
+# io.containerd.cri.v1.runtime (pods, containers, CNI) and
+# io.containerd.grpc.v1.cri (the gRPC service, the streaming server).
+# The settings are the 1.6 ones above, each in its new home.
+config_v3() {
+	cat <<EOF
+# Written by scripts/containerd-up.sh; edits are overwritten. containerd 2.x syntax.
+# $("${CONTAINERD_BIN}" --version)
+version = 3
+root = "${ROOT_DIR}"
+state = "${STATE_DIR}"
+temp = "${TMP_DIR}"
+oom_score = 0
+# plugins we never use; fewer plugins, fewer surprises in the log. NRI would
+# listen on /var/run/nri/nri.sock, a fixed host path.
+disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs", "io.containerd.mount-handler.v1.erofs", "io.containerd.nri.v1.nri"]
+
+[grpc]
+  # unix socket only: no tcp_address
+  address = "${SOCK}"
+  uid = 0
+  gid = 0
+
+[ttrpc]
+  address = "${SOCK}.ttrpc"
+
+[debug]
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "${ROOT_DIR}/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    # exec/attach/port-forward streams: loopback only, a random free port
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+    disable_tcp_service = true
+    enable_tls_streaming = false
+
+  [plugins."io.containerd.cri.v1.images"]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      # 1.6's sandbox_image
+      sandbox = "${PAUSE_IMAGE}"
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = ""
+
+  [plugins."io.containerd.cri.v1.runtime"]
+    # no AppArmor profile loading here
+    disable_apparmor = true
+    # without it every RunPodSandbox fails where we lack CAP_SYS_RESOURCE:
+    # runc cannot set the sandbox's oom_score_adj (-998) below our own
+    restrict_oom_score_adj = true
+    # pod network namespaces under our state dir instead of /run/netns
+    netns_mounts_under_state_dir = true
+    tolerate_missing_hugetlb_controller = true
+    disable_hugetlb_controller = true
+    max_container_log_line_size = 16384
+    # no device plugins here: do not watch /etc/cdi and /var/run/cdi
+    enable_cdi = false
+
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        # the shim built with this containerd, not one found in PATH
+        runtime_path = "${CONTAINERD2_BIN_DIR}/containerd-shim-runc-v2"
+        snapshotter = "overlayfs"
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          # the distribution's runc
+          BinaryName = "${RUNC_BIN}"
+          # runc's state under ours, not /run/containerd/runc
+          Root = "${RUNC_ROOT}"
+
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dirs = ["${CNI_BIN}"]
+      conf_dir = "${CNI_CONF_DIR}"
+      max_conf_num = 1
+EOF
+}
+
+# One bridge network per flavour. No ipMasq (no iptables rules to clean up,
 # pods need no internet: images are local); isGateway puts the gateway IP on
 # the bridge so the host can reach pod IPs (probes in later labs).
-cat >"${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp" <<EOF
+conflist() {
+	cat <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "${CNI_NET}",
@@ -183,83 +340,138 @@ cat >"${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp" <<EOF
   ]
 }
 EOF
+}
 
-# --- 4. reuse or (re)start -----------------------------------------------------
-answers() { timeout 5 ctr -a "${SOCK}" version >/dev/null 2>&1; }
-cri_ok() { timeout 5 ctr -a "${SOCK}" plugins ls 2>/dev/null | awk '$2 == "cri" && $4 == "ok" { f = 1 } END { exit !f }'; }
+answers() { timeout 5 "${CTR}" -a "${SOCK}" version >/dev/null 2>&1; }
+cri_ok() { timeout 5 "${CTR}" -a "${SOCK}" plugins ls 2>/dev/null | awk '$2 == "cri" && $4 == "ok" { f = 1 } END { exit !f }'; }
 
-running=()
-mapfile -t running < <(containerd_pids)
-if [ "${#running[@]}" -eq 1 ] && cmp -s "${new_conf}" "${CONF}" &&
-	cmp -s "${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp" "${CNI_CONF_DIR}/10-${CNI_NET}.conflist" &&
-	answers && cri_ok; then
-	log "containerd already running (pid ${running[0]}) with this config; reusing it"
-	rm -f "${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp"
-	t_start=0
-else
-	if [ "${#running[@]}" -gt 0 ] || [ -e "${PIDFILE}" ] || [ -e "${SOCK}" ] || [ -n "$(our_mounts)" ] ||
-		[ -d "${STATE_DIR}" ] || [ -e "/sys/class/net/${BRIDGE}" ]; then
-		log "cleaning up a previous run (pid file, socket, state or processes left)"
-		cleanup_all
-		left="$(leftovers)"
-		[ -z "${left}" ] || die "could not clean the previous run; still there:
+# Steps 3-6 for the flavour chosen with use_flavour.
+start_flavour() {
+	local new_conf new_cni t0 t_start t_import tarball i left path out
+	local -a running=()
+	mkdir -p "${D}" "${CNI_CONF_DIR}"
+	chmod 0700 "${D}"
+	new_conf="$(mktemp "${D}/.config.XXXXXX")"
+	new_cni="${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp"
+	# shellcheck disable=SC2064 # expand now: this flavour's paths
+	trap "rm -f '${new_conf}' '${new_cni}'" EXIT
+	if [ "${FLAVOUR}" = 1.6 ]; then config_v2 >"${new_conf}"; else config_v3 >"${new_conf}"; fi
+	conflist >"${new_cni}"
+
+	# --- 4. reuse or (re)start ---------------------------------------------
+	mapfile -t running < <(containerd_pids)
+	if [ "${#running[@]}" -eq 1 ] && cmp -s "${new_conf}" "${CONF}" &&
+		cmp -s "${new_cni}" "${CNI_CONF_DIR}/10-${CNI_NET}.conflist" &&
+		answers && cri_ok; then
+		log "[${FLAVOUR}] containerd already running (pid ${running[0]}) with this config; reusing it"
+		rm -f "${new_cni}" "${new_conf}"
+		t_start=0
+	else
+		if [ "${#running[@]}" -gt 0 ] || [ -e "${PIDFILE}" ] || [ -e "${SOCK}" ] || [ -n "$(our_mounts)" ] ||
+			[ -d "${STATE_DIR}" ] || [ -e "/sys/class/net/${BRIDGE}" ]; then
+			log "[${FLAVOUR}] cleaning up a previous run (pid file, socket, state or processes left)"
+			cleanup_all
+			left="$(leftovers)"
+			[ -z "${left}" ] || die "could not clean the previous run of containerd ${FLAVOUR}; still there:
 ${left}"
-	fi
-	mkdir -p "${CNI_CONF_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}" "${TMP_DIR}"
-	mv "${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp" "${CNI_CONF_DIR}/10-${CNI_NET}.conflist"
-	mv "${new_conf}" "${CONF}"
-	mark_host_paths
-
-	log "starting containerd ($(containerd --version | awk '{ print $3 }')) on ${SOCK}"
-	t0="$(now)"
-	# own session: it must outlive this script and the terminal/CI step
-	setsid containerd --config "${CONF}" >>"${LOGFILE}" 2>&1 </dev/null &
-	echo $! >"${PIDFILE}"
-	for ((i = 0; i < 300; i++)); do
-		if ! kill -0 "$(cat "${PIDFILE}")" 2>/dev/null; then
-			tail -n 30 "${LOGFILE}" >&2
-			die "containerd exited during start-up; log: ${LOGFILE}"
 		fi
-		if [ -S "${SOCK}" ] && answers && cri_ok; then break; fi
-		sleep 0.1
-	done
-	if ! { answers && cri_ok; }; then
-		tail -n 30 "${LOGFILE}" >&2
-		die "containerd did not become ready in 30s; log: ${LOGFILE}"
+		# a conflist of an older bridge name (LABS_CNI_BRIDGE changed) would
+		# win (max_conf_num = 1 takes the first by name)
+		find "${CNI_CONF_DIR}" -maxdepth 1 -name '*.conflist' -delete
+		mkdir -p "${CNI_IPAM_DIR}" "${POD_LOG_DIR}" "${TMP_DIR}"
+		mv "${new_cni}" "${CNI_CONF_DIR}/10-${CNI_NET}.conflist"
+		mv "${new_conf}" "${CONF}"
+		mark_host_paths
+
+		log "[${FLAVOUR}] starting containerd $("${CONTAINERD_BIN}" --version | awk '{ print $3 }') on ${SOCK}"
+		t0="$(now)"
+		# containerd looks helpers up by name in PATH: ours first
+		path="${PATH}"
+		[ "${FLAVOUR}" = 1.6 ] || path="${CONTAINERD2_BIN_DIR}:${PATH}"
+		# own session: it must outlive this script and the terminal/CI step;
+		# without our lock (fd 8), or it would hold it as long as it runs
+		PATH="${path}" setsid "${CONTAINERD_BIN}" --config "${CONF}" >>"${LOGFILE}" 2>&1 </dev/null 8>&- &
+		echo $! >"${PIDFILE}"
+		for ((i = 0; i < 300; i++)); do
+			if ! kill -0 "$(cat "${PIDFILE}")" 2>/dev/null; then
+				tail -n 30 "${LOGFILE}" >&2
+				die "containerd ${FLAVOUR} exited during start-up; log: ${LOGFILE}"
+			fi
+			if [ -S "${SOCK}" ] && answers && cri_ok; then break; fi
+			sleep 0.1
+		done
+		if ! { answers && cri_ok; }; then
+			tail -n 30 "${LOGFILE}" >&2
+			die "containerd ${FLAVOUR} did not become ready in 30s; log: ${LOGFILE}"
+		fi
+		t_start="$(elapsed "${t0}")"
+		log "[${FLAVOUR}] containerd ready in ${t_start}s (pid $(cat "${PIDFILE}"))"
 	fi
-	t_start="$(elapsed "${t0}")"
-	log "containerd ready in ${t_start}s (pid $(cat "${PIDFILE}"))"
-fi
+	trap - EXIT
 
-# --- 5. images into the CRI's namespace ----------------------------------------
-t0="$(now)"
-for tarball in "${IMAGES_DIR}/pause.tar" "${IMAGES_DIR}/busybox.tar"; do
-	ctr -a "${SOCK}" -n k8s.io images import "${tarball}" >/dev/null ||
-		die "importing ${tarball} failed; log: ${LOGFILE}"
-done
-t_import="$(elapsed "${t0}")"
+	# --- 5. images into the CRI's namespace --------------------------------
+	t0="$(now)"
+	for tarball in "${IMAGES_DIR}/pause.tar" "${IMAGES_DIR}/busybox.tar"; do
+		# ctr 2.x repeats the daemon's deprecation warnings (cgroup v1) on
+		# every call: show its output only when the import fails
+		if ! out="$("${CTR}" -a "${SOCK}" -n k8s.io images import "${tarball}" 2>&1)"; then
+			printf '%s\n' "${out}" >&2
+			die "importing ${tarball} into containerd ${FLAVOUR} failed; log: ${LOGFILE}"
+		fi
+	done
+	t_import="$(elapsed "${t0}")"
 
-# --- 6. env file (and crictl's config) ----------------------------------------
-cat >"${D}/crictl.yaml" <<EOF
+	# --- 6. env file (and crictl's config) ---------------------------------
+	cat >"${CRICTL_YAML}" <<EOF
 runtime-endpoint: unix://${SOCK}
 image-endpoint: unix://${SOCK}
 timeout: 10
 EOF
-cat >"${ENVFILE}.tmp" <<EOF
+	cat >"${ENVFILE}.tmp" <<EOF
+CONTAINERD_FLAVOUR=${FLAVOUR}
 CONTAINERD_SOCK=${SOCK}
 CONTAINERD_ENDPOINT=unix://${SOCK}
 CONTAINERD_PID=$(cat "${PIDFILE}")
 CONTAINERD_LOG=${LOGFILE}
-CONTAINERD_VERSION=$(containerd --version | awk '{ print $3 }')
+CONTAINERD_VERSION=$("${CONTAINERD_BIN}" --version | awk '{ print $3 }')
+CONTAINERD_BIN=$(command -v "${CONTAINERD_BIN}")
+CTR=$(command -v "${CTR}")
 PAUSE_IMAGE=${PAUSE_IMAGE}
 BUSYBOX_IMAGE=${BUSYBOX_IMAGE}
 POD_LOG_DIR=${POD_LOG_DIR}
 CNI_BRIDGE=${BRIDGE}
 CNI_SUBNET=${SUBNET}
-CRI_CONFIG_FILE=${D}/crictl.yaml
+CRI_CONFIG_FILE=${CRICTL_YAML}
 EOF
-mv "${ENVFILE}.tmp" "${ENVFILE}"
+	mv "${ENVFILE}.tmp" "${ENVFILE}"
+	log "[${FLAVOUR}] times: start ${t_start}s, import ${t_import}s"
+}
 
-log "times: apt ${t_apt}s, images ${t_img}s, start ${t_start}s, import ${t_import}s"
-echo "# ${ENVFILE} (load it with: set -a; . ${ENVFILE}; set +a)"
-cat "${ENVFILE}"
+for f in "${flavours[@]}"; do
+	use_flavour "${f}"
+	start_flavour
+done
+
+# The labs' default: the first flavour named. Its crictl.yaml is copied
+# too, and the copy of the env names that copy.
+use_flavour "${flavours[0]}"
+sed "s#^CRI_CONFIG_FILE=.*#CRI_CONFIG_FILE=${DEFAULT_CRICTL}#" "${ENVFILE}" >"${DEFAULT_ENVFILE}.tmp"
+cp "${CRICTL_YAML}" "${DEFAULT_CRICTL}.tmp"
+mv "${DEFAULT_CRICTL}.tmp" "${DEFAULT_CRICTL}"
+mv "${DEFAULT_ENVFILE}.tmp" "${DEFAULT_ENVFILE}"
+
+log "times: apt ${t_apt}s, containerd ${CONTAINERD2_VERSION} build check/build ${t_build}s, images ${t_img}s"
+if legacy_present; then
+	legacy_pids="$(
+		use_flavour legacy
+		containerd_pids
+	)"
+	[ -z "${legacy_pids}" ] ||
+		log "note: the containerd an older containerd-up.sh started in ${TOP}/ (pid ${legacy_pids}) still runs; scripts/containerd-down.sh stops it"
+fi
+for f in "${flavours[@]}"; do
+	use_flavour "${f}"
+	echo "# containerd ${f}: ${ENVFILE}"
+	cat "${ENVFILE}"
+done
+echo "# the labs use containerd ${flavours[0]}: ${DEFAULT_ENVFILE} (load it with: set -a; . ${DEFAULT_ENVFILE}; set +a)"

@@ -1,44 +1,151 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # the variables are used by the scripts that source this
-# Shared by scripts/containerd-up.sh and scripts/containerd-down.sh: where our
-# containerd lives, how to stop everything it started, and how to prove that
-# nothing of it is left. Sourced, never run.
+# Shared by scripts/containerd-up.sh, scripts/containerd-down.sh and
+# scripts/build-containerd.sh: where our containerd lives, how to stop
+# everything it started, and how to prove that nothing of it is left.
+# Sourced, never run.
 #
-# Everything of ours sits under ${LABS_STATE_DIR:-<repo>/.labs}/containerd.
-# containerd 1.6 still writes a few fixed host paths; we keep what we can out
-# of them through its config (root, state, runc root, netns, temp, opt) and
+# Two flavours, each in its own folder, with its own socket, bridge and
+# subnet, so both can run at once:
+#   2.2  containerd v2.2.x built from its Go module (scripts/build-containerd.sh)
+#        into <state>/bin/containerd-<version>/, config `version = 3`
+#   1.6  the distribution's containerd (Debian 12: 1.6.20, apt), config `version = 2`
+# Layout of ${LABS_STATE_DIR:-<repo>/.labs}/containerd/:
+#   env, crictl.yaml   the flavour the labs use by default (the first one
+#                      the last containerd-up.sh started): mycore/cri reads env
+#   images/            the offline images, shared by the flavours
+#   2.2/ 1.6/          one flavour each: socket, config, root, state, logs, env
+#
+# containerd still writes a few fixed host paths; we keep what we can out of
+# them through its config (root, state, runc root, netns, temp, opt) and
 # track the rest:
-#   /run/containerd/s/<hash>  shim sockets (hard-coded in the shim library)
-#   /var/lib/cni/results/     libcni's result cache (not configurable in 1.6)
+#   /run/containerd/s/<hash>  shim sockets (hard-coded in the shim library,
+#                             1.6 and 2.x alike)
+#   /var/lib/cni/results/     libcni's result cache (not configurable)
 #   /sys/fs/cgroup/*/k8s.io/  cgroups of pods that set no cgroup parent
 #                             (containers' own cgroups are found by id anywhere)
-# plus the bridge (labs0) and the ip_forward sysctl the CNI bridge turns on.
+# plus the bridges (labs22, labs16) and the ip_forward sysctl the CNI bridge
+# turns on.
 
 LABS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LABS_STATE="$(realpath -m "${LABS_STATE_DIR:-${LABS_REPO}/.labs}")"
-D="${LABS_STATE}/containerd"
-SOCK="${D}/containerd.sock"
-CONF="${D}/config.toml"
-ROOT_DIR="${D}/root"
-STATE_DIR="${D}/state"
-RUNC_ROOT="${STATE_DIR}/runc"
-TMP_DIR="${D}/tmp"
-CNI_CONF_DIR="${D}/cni/net.d"
-CNI_IPAM_DIR="${D}/cni/ipam"
-POD_LOG_DIR="${D}/pod-logs"
-IMAGES_DIR="${D}/images"
-PIDFILE="${D}/containerd.pid"
-LOGFILE="${D}/containerd.log"
-ENVFILE="${D}/env"
-# fixed host paths that did not exist before our first start (one a line)
-MARKS="${D}/created-host-paths"
-BRIDGE="${LABS_CNI_BRIDGE:-labs0}"
-SUBNET="${LABS_CNI_SUBNET:-10.231.0.0/24}"
-CNI_NET="kubelet-labs-${BRIDGE}"
+# containerd 2.x, built from its Go module by scripts/build-containerd.sh:
+# the newest patch release of the 2.2 line, pinned exactly.
+CONTAINERD2_VERSION=v2.2.9
+CONTAINERD2_BIN_DIR="${LABS_STATE}/bin/containerd-${CONTAINERD2_VERSION}"
+
+# Every flavour, in the order tests list them; the first is the default.
+KNOWN_FLAVOURS=(2.2 1.6)
+DEFAULT_FLAVOUR=2.2
+TOP="${LABS_STATE}/containerd"
+IMAGES_DIR="${TOP}/images"
+DEFAULT_ENVFILE="${TOP}/env"
+DEFAULT_CRICTL="${TOP}/crictl.yaml"
 CNI_RESULTS="/var/lib/cni/results"
-SHIM_SOCKETS="${D}/shim-sockets"
-CLEANED_IDS=()
-CLEANED_SHIM_SOCKETS=()
+
+# The flavours named in $1 ("2.2", "1.6", "2.2,1.6", "2.2 1.6" or "all"),
+# one a line, in the order given, without repeats.
+parse_flavours() { # LIST
+	local list="${1//,/ }" f k seen=" " ok
+	[ "${list}" = all ] && list="${KNOWN_FLAVOURS[*]}"
+	for f in ${list}; do
+		ok=0
+		for k in "${KNOWN_FLAVOURS[@]}"; do [ "${f}" = "${k}" ] && ok=1; done
+		[ "${ok}" = 1 ] || die "unknown containerd flavour '${f}': choose from ${KNOWN_FLAVOURS[*]} (or all)"
+		case "${seen}" in *" ${f} "*) continue ;; esac
+		seen+="${f} "
+		echo "${f}"
+	done
+	[ "${seen}" != " " ] || die "no containerd flavour named (choose from ${KNOWN_FLAVOURS[*]})"
+}
+
+# The /24 of a flavour: the third octet is the flavour's digits (2.2 -> 22),
+# the first two come from LABS_CNI_SUBNET (default 10.231.0.0/16).
+flavour_subnet() { # FLAVOUR
+	local base="${LABS_CNI_SUBNET:-10.231.0.0/16}"
+	[[ "${base}" =~ ^([0-9]{1,3})\.([0-9]{1,3})\.[0-9]{1,3}\.[0-9]{1,3}(/[0-9]{1,2})?$ ]] ||
+		die "LABS_CNI_SUBNET='${base}' is not an IPv4 network like 10.231.0.0/16"
+	echo "${BASH_REMATCH[1]}.${BASH_REMATCH[2]}.${1//./}.0/24"
+}
+
+# use_flavour FLAVOUR sets every path and name of one instance; the
+# functions below act on the flavour chosen last. "legacy" is the single
+# instance an older containerd-up.sh ran directly in <state>/containerd/:
+# down still stops it.
+use_flavour() { # FLAVOUR
+	FLAVOUR="$1"
+	NESTED=()
+	case "${FLAVOUR}" in
+	legacy)
+		D="${TOP}"
+		ENVFILE="${DEFAULT_ENVFILE}"
+		# the flavour folders live inside it: never ours to clean here
+		local f
+		for f in "${KNOWN_FLAVOURS[@]}"; do NESTED+=("${TOP}/${f}/"); done
+		BRIDGE="$(sed -n 's/.*"bridge": *"\([^"]*\)".*/\1/p' "${TOP}"/cni/net.d/10-*.conflist 2>/dev/null | head -n1)"
+		SUBNET=""
+		CONTAINERD_BIN="containerd"
+		CTR="ctr"
+		;;
+	*)
+		D="${TOP}/${FLAVOUR}"
+		ENVFILE="${D}/env"
+		BRIDGE="${LABS_CNI_BRIDGE:-labs}${FLAVOUR//./}"
+		SUBNET="$(flavour_subnet "${FLAVOUR}")"
+		if [ "${FLAVOUR}" = 1.6 ]; then
+			# the distribution's, from PATH
+			CONTAINERD_BIN="containerd"
+			CTR="ctr"
+		else
+			CONTAINERD_BIN="${CONTAINERD2_BIN_DIR}/containerd"
+			CTR="${CONTAINERD2_BIN_DIR}/ctr"
+		fi
+		;;
+	esac
+	SOCK="${D}/containerd.sock"
+	CONF="${D}/config.toml"
+	ROOT_DIR="${D}/root"
+	STATE_DIR="${D}/state"
+	RUNC_ROOT="${STATE_DIR}/runc"
+	TMP_DIR="${D}/tmp"
+	CNI_CONF_DIR="${D}/cni/net.d"
+	CNI_IPAM_DIR="${D}/cni/ipam"
+	POD_LOG_DIR="${D}/pod-logs"
+	PIDFILE="${D}/containerd.pid"
+	LOGFILE="${D}/containerd.log"
+	CRICTL_YAML="${D}/crictl.yaml"
+	# fixed host paths that did not exist before our first start (one a line)
+	MARKS="${D}/created-host-paths"
+	CNI_NET="kubelet-labs-${BRIDGE}"
+	SHIM_SOCKETS="${D}/shim-sockets"
+	CLEANED_IDS=()
+	CLEANED_SHIM_SOCKETS=()
+}
+
+# true if the legacy single instance (config, state or socket directly in
+# <state>/containerd/) is there
+legacy_present() {
+	local p
+	for p in config.toml containerd.sock containerd.pid state root; do
+		[ -e "${TOP}/${p}" ] && return 0
+	done
+	return 1
+}
+
+# The flavours with a folder (something of theirs may run or be left), one a line.
+present_flavours() {
+	local f
+	for f in "${KNOWN_FLAVOURS[@]}"; do
+		[ -d "${TOP}/${f}" ] && echo "${f}"
+	done
+	true
+}
+
+# the value of KEY in an env file written by containerd-up.sh
+env_value() { # FILE KEY
+	[ -f "$1" ] || return 0
+	sed -n "s/^$2=//p" "$1" | head -n1
+}
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() {
@@ -128,8 +235,11 @@ descendants() { # PID...
 # on-disk state (works with containerd dead)
 container_ids() {
 	local d
+	# the CRI plugin's folders: io.containerd.grpc.v1.cri (1.6),
+	# io.containerd.cri.v1.runtime and friends (2.x)
 	for d in "${STATE_DIR}"/io.containerd.runtime.v2.task/*/* "${RUNC_ROOT}"/*/* \
-		"${ROOT_DIR}"/io.containerd.grpc.v1.cri/sandboxes/* "${ROOT_DIR}"/io.containerd.grpc.v1.cri/containers/*; do
+		"${ROOT_DIR}"/io.containerd.*cri*/sandboxes/* "${ROOT_DIR}"/io.containerd.*cri*/containers/* \
+		"${STATE_DIR}"/io.containerd.*cri*/sandboxes/* "${STATE_DIR}"/io.containerd.*cri*/containers/*; do
 		[ -d "${d}" ] && basename "${d}"
 	done | sort -u | grep -E '^[0-9a-f]{64}$' || true
 }
@@ -174,9 +284,15 @@ our_cgroups() { # ID...
 	find /sys/fs/cgroup -mindepth 2 -type d \( "${names[@]:1}" \) 2>/dev/null | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
-# mount points under our folder, deepest first
+# mount points under our folder (not under a flavour folder nested in it),
+# deepest first
 our_mounts() {
-	awk -v d="${D}/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+	awk -v d="${D}/" -v nested="${NESTED[*]}" '
+		BEGIN { n = split(nested, skip, " ") }
+		index($5, d) == 1 {
+			for (i = 1; i <= n; i++) if (index($5, skip[i]) == 1) next
+			print $5
+		}' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
 kill_wait() { # SECONDS PID...
@@ -238,7 +354,7 @@ cleanup_all() {
 	# 1. containerd itself first, so it does not restart or re-create anything
 	mapfile -t pids < <(containerd_pids)
 	if [ "${#pids[@]}" -gt 0 ]; then
-		log "stopping containerd (pid ${pids[*]})"
+		log "[${FLAVOUR}] stopping containerd (pid ${pids[*]})"
 		# everything it would tidy up on the way out is cleaned below anyway
 		kill_wait 3 "${pids[@]}"
 	fi
@@ -262,12 +378,12 @@ cleanup_all() {
 		pids_in_our_cgroups "${ids[@]}"
 	)
 	if [ "${#rest[@]}" -gt 0 ]; then
-		log "killing ${#rest[@]} container process(es)"
+		log "[${FLAVOUR}] killing ${#rest[@]} container process(es)"
 		kill -KILL "${rest[@]}" 2>/dev/null || true
 	fi
 	if [ "${#shims[@]}" -gt 0 ]; then
 		# with containerd gone a shim has nobody to report to: no grace needed
-		log "killing ${#shims[@]} shim(s)"
+		log "[${FLAVOUR}] killing ${#shims[@]} shim(s)"
 		kill -KILL "${shims[@]}" 2>/dev/null || true
 	fi
 	sleep 0.2
@@ -286,7 +402,7 @@ cleanup_all() {
 	done
 
 	# 5. network: veths left on our bridge (their netns are gone by now), the bridge
-	if [ -d "/sys/class/net/${BRIDGE}" ]; then
+	if [ -n "${BRIDGE}" ] && [ -d "/sys/class/net/${BRIDGE}" ]; then
 		local v
 		for v in "/sys/class/net/${BRIDGE}/brif/"*; do
 			if [ -e "${v}" ]; then ip link del "$(basename "${v}")" 2>/dev/null || true; fi
@@ -308,12 +424,17 @@ cleanup_all() {
 	while read -r c; do
 		rmdir "${c}" 2>/dev/null || true
 	done < <(our_cgroups "${ids[@]}")
-	undo_host_paths
+	# (host paths: undo_host_paths, once every flavour is stopped)
 
 	# 7. our own folders, only once nothing is mounted under them
 	if [ -z "$(our_mounts)" ]; then
 		rm -rf --one-file-system "${ROOT_DIR}" "${STATE_DIR}" "${TMP_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}"
-		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${ENVFILE}" "${SHIM_SOCKETS}" "${D}/crictl.yaml"
+		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${SHIM_SOCKETS}"
+		# the legacy instance's env is the labs' default file: only while it
+		# still names the legacy socket (a new up may have replaced it)
+		if [ "${FLAVOUR}" != legacy ] || [ "$(env_value "${ENVFILE}" CONTAINERD_SOCK)" = "${SOCK}" ]; then
+			rm -f "${ENVFILE}" "${CRICTL_YAML}"
+		fi
 	fi
 }
 
@@ -350,26 +471,30 @@ other_containerd_running() {
 }
 
 # Remove the fixed host paths we created, if nothing but empty folders is
-# left in them (another containerd may have put something there meanwhile:
-# then they stay). Restore ip_forward if the CNI bridge turned it on.
+# left in them, and restore ip_forward if the CNI bridge turned it on; all
+# of it only while no containerd runs at all (the other flavour, another
+# state folder's, Docker's): it may use them. The marks stay for a later down.
 undo_host_paths() {
 	[ -f "${MARKS}" ] || return 0
 	local p
 	while read -r p; do
 		case "${p}" in
+		/sys/fs/cgroup/*)
+			# fails (and stays marked) while a container of anyone is inside
+			[ -d "${p}" ] && rmdir "${p}" 2>/dev/null
+			;;
+		*) other_containerd_running && continue ;;&
 		ip_forward=*)
-			# not while another containerd (e.g. a second state folder's) may route pods
-			if [ "${p#ip_forward=}" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ] &&
-				! other_containerd_running; then
+			if [ "${p#ip_forward=}" = 0 ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
 				echo 0 >/proc/sys/net/ipv4/ip_forward
 			fi
+			# the next start records the then-current value again
+			sed -i '/^ip_forward=/d' "${MARKS}"
 			;;
-		/sys/fs/cgroup/*) [ -d "${p}" ] && rmdir "${p}" 2>/dev/null ;;
 		/*) [ -d "${p}" ] && find "${p}" -depth -type d -empty -delete 2>/dev/null ;;
 		esac
 	done < <(sort -r "${MARKS}")
-	# the next start records the then-current value again
-	sed -i '/^ip_forward=/d' "${MARKS}"
+	true
 }
 
 # Print one line per thing of ours still present; print nothing if clean.
@@ -394,7 +519,7 @@ leftovers() {
 	while read -r m; do
 		[ -n "${m}" ] && echo "mount ${m}"
 	done < <(our_mounts)
-	[ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
+	[ -n "${BRIDGE}" ] && [ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
 	for m in "${CLEANED_SHIM_SOCKETS[@]}"; do
 		[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
 	done
@@ -407,12 +532,23 @@ leftovers() {
 		done
 	done
 	[ -e "${SOCK}" ] && echo "socket ${SOCK}"
-	if [ -f "${MARKS}" ]; then
-		while read -r m; do
-			case "${m}" in
-			/sys/fs/cgroup/*) [ -d "${m}" ] && echo "cgroup ${m}" ;;
-			esac
-		done <"${MARKS}"
-	fi
+	true
+}
+
+# After undo_host_paths: a cgroup folder we created that is still there
+# though nothing is in it (one with containers in it belongs to someone else
+# now, e.g. the other flavour's pods).
+leftover_host_paths() {
+	[ -f "${MARKS}" ] || return 0
+	local m
+	while read -r m; do
+		case "${m}" in
+		/sys/fs/cgroup/*)
+			if [ -d "${m}" ] && [ -z "$(find "${m}" -mindepth 1 -maxdepth 1 -type d -print -quit 2>/dev/null)" ]; then
+				echo "cgroup ${m}"
+			fi
+			;;
+		esac
+	done <"${MARKS}"
 	true
 }
