@@ -16,7 +16,8 @@ func TestLoadWithoutEnvFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "unix://" + filepath.Join(dir, "containerd", "containerd.sock"); env.Endpoint != want {
+	// the default flavour's socket: what the message of a failed Dial names
+	if want := "unix://" + filepath.Join(dir, "containerd", DefaultFlavour, "containerd.sock"); env.Endpoint != want {
 		t.Errorf("endpoint %q, want the default %q", env.Endpoint, want)
 	}
 	if env.File != "" || env.BusyboxImage != "" {
@@ -49,5 +50,60 @@ func TestLoadEnvFile(t *testing.T) {
 	t.Setenv(EndpointEnvVar, "/other/cri.sock")
 	if env, _ = Load(); env.Endpoint != "unix:///other/cri.sock" {
 		t.Errorf("with %s set: endpoint %q", EndpointEnvVar, env.Endpoint)
+	}
+}
+
+// Each flavour has its own env file; Load (the labs' default) reads the copy
+// in containerd/, LoadFlavour the flavour's own, and StartedFlavours lists
+// the flavours that have one, in the order of Flavours.
+func TestFlavours(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(state.EnvVar, dir)
+	t.Setenv(EndpointEnvVar, "")
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := StartedFlavours(); err != nil || len(got) != 0 {
+		t.Fatalf("StartedFlavours() with no env file = %v, %v; want none", got, err)
+	}
+
+	env16 := "CONTAINERD_FLAVOUR=1.6\nCONTAINERD_ENDPOINT=unix:///s/1.6.sock\nCONTAINERD_VERSION=1.6.20~ds1\nBUSYBOX_IMAGE=localhost/b:1\n"
+	write(filepath.Join(dir, "containerd", "1.6", "env"), env16)
+	write(filepath.Join(dir, "containerd", "2.2", "env"), "CONTAINERD_FLAVOUR=2.2\nCONTAINERD_ENDPOINT=unix:///s/2.2.sock\nCONTAINERD_VERSION=v2.2.9\n")
+	// the up script copies the first flavour it started to containerd/env
+	write(filepath.Join(dir, "containerd", "env"), env16)
+
+	got, err := StartedFlavours()
+	if err != nil || len(got) != 2 || got[0] != Flavour22 || got[1] != Flavour16 {
+		t.Fatalf("StartedFlavours() = %v, %v; want [2.2 1.6]", got, err)
+	}
+	env, err := LoadFlavour(Flavour22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Endpoint != "unix:///s/2.2.sock" || env.Flavour != "2.2" || env.Version != "v2.2.9" {
+		t.Errorf("LoadFlavour(2.2) = %+v", env)
+	}
+	if want := filepath.Join(dir, "containerd", "2.2", "pod-logs"); env.PodLogDir != want {
+		t.Errorf("LoadFlavour(2.2) pod logs %q, want the flavour's default %q", env.PodLogDir, want)
+	}
+	if env, err = Load(); err != nil || env.Flavour != Flavour16 || env.Endpoint != "unix:///s/1.6.sock" {
+		t.Errorf("Load() = %+v, %v; want the default copy (1.6)", env, err)
+	}
+
+	// CONTAINER_RUNTIME_ENDPOINT changes the default, never a named flavour
+	t.Setenv(EndpointEnvVar, "/other.sock")
+	if env, _ = LoadFlavour(Flavour16); env.Endpoint != "unix:///s/1.6.sock" {
+		t.Errorf("LoadFlavour(1.6) with %s set: endpoint %q", EndpointEnvVar, env.Endpoint)
+	}
+
+	if _, err := LoadFlavour("../x"); err == nil {
+		t.Error("LoadFlavour(\"../x\"): no error for an unknown flavour")
 	}
 }

@@ -1,7 +1,8 @@
 // Package critest gives tests a CRI runtime to run against: the course's
-// real containerd (started by scripts/containerd-up.sh) and, where the
-// behaviour is the same, the mock runtime of mylib/fakecri. One table of
-// tests, several runtimes: that keeps the mock honest.
+// real containerd (started by scripts/containerd-up.sh; 2.2, 1.6 or both
+// side by side) and, where the behaviour is the same, the mock runtime of
+// mylib/fakecri. One table of tests, several runtimes: that keeps the mock
+// honest, and runs every real-runtime test on each containerd flavour.
 //
 // The one rule every real-runtime lab shares lives here (Require): in CI
 // (CI=true) a missing containerd fails the test; elsewhere the test is
@@ -14,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,8 @@ import (
 
 // Runtime is a CRI endpoint plus what a test needs to know about it.
 type Runtime struct {
-	Name         string
+	Name         string // "containerd-2.2", "containerd-1.6", "containerd" (the default), "fakecri"
+	Version      string // the runtime's version from the up script, e.g. v2.2.9 ("" if unknown)
 	Endpoint     string // unix:///…
 	PauseImage   string // the sandbox image, informational
 	BusyboxImage string // the image test containers run (has sh, echo, sleep)
@@ -42,12 +45,51 @@ type Case struct {
 	Setup func(testing.TB) Runtime
 }
 
-// Cases are the runtimes every behaviour test runs against.
+// FlavoursEnvVar names the containerd flavours a test run must cover, as a
+// list ("2.2", "1.6", "2.2,1.6" or "all"); scripts/containerd-up.sh starts
+// the same list. CI sets it, so a flavour that is not running fails there.
+const FlavoursEnvVar = "LABS_CONTAINERD"
+
+// Cases are the runtimes every behaviour test runs against: one case per
+// containerd flavour (containerd-2.2, containerd-1.6; see Flavours), then
+// the mock. With no flavour to name, one "containerd" case uses the labs'
+// default runtime (Containerd).
 func Cases() []Case {
-	return []Case{
-		{Name: "containerd", Setup: Containerd},
-		{Name: "fakecri", Setup: FakeCRI},
+	var cases []Case
+	for _, f := range Flavours() {
+		cases = append(cases, Case{Name: "containerd-" + f, Setup: func(t testing.TB) Runtime { return ContainerdFlavour(t, f) }})
 	}
+	if len(cases) == 0 {
+		cases = append(cases, Case{Name: "containerd", Setup: Containerd})
+	}
+	return append(cases, Case{Name: "fakecri", Setup: FakeCRI})
+}
+
+// Flavours are the containerd flavours to test: those in LABS_CONTAINERD if
+// set, else those containerd-up.sh started (their env files exist). None
+// when CONTAINER_RUNTIME_ENDPOINT points the tests at one runtime of the
+// learner's choice, or when nothing was started.
+func Flavours() []string {
+	if os.Getenv(cri.EndpointEnvVar) != "" {
+		return nil
+	}
+	if v := strings.TrimSpace(os.Getenv(FlavoursEnvVar)); v != "" {
+		if v == "all" {
+			return cri.Flavours()
+		}
+		var list []string
+		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if !slices.Contains(list, f) {
+				list = append(list, f) // an unknown name fails in its case's Setup
+			}
+		}
+		return list
+	}
+	started, err := cri.StartedFlavours()
+	if err != nil {
+		return nil // Containerd reports the state folder's problem
+	}
+	return started
 }
 
 // InCI reports whether the tests run in CI, where every runtime must exist.
@@ -70,14 +112,33 @@ func Require(t testing.TB, ok bool, format string, args ...any) {
 	t.Skipf("skipping: "+format, args...)
 }
 
-// Containerd finds the course's containerd via .labs/containerd/env (or
-// CONTAINER_RUNTIME_ENDPOINT) and checks that it answers CRI v1.
+// Containerd finds the labs' default containerd via the state folder's
+// containerd/env (or CONTAINER_RUNTIME_ENDPOINT) and checks that it answers
+// CRI v1 and has the busybox image.
 func Containerd(t testing.TB) Runtime {
 	t.Helper()
 	env, err := cri.Load()
 	if err != nil {
 		t.Fatalf("finding containerd: %v", err)
 	}
+	return check(t, "containerd", env, cri.UpHint)
+}
+
+// ContainerdFlavour finds one flavour's containerd ("2.2" or "1.6") via its
+// own env file and checks it as Containerd does.
+func ContainerdFlavour(t testing.TB, flavour string) Runtime {
+	t.Helper()
+	env, err := cri.LoadFlavour(flavour)
+	if err != nil {
+		t.Fatalf("finding containerd %s: %v", flavour, err)
+	}
+	return check(t, "containerd-"+flavour, env, cri.UpHint+" --version "+flavour)
+}
+
+// check dials env's endpoint; what is missing skips (or fails in CI) with
+// upHint, the command that fixes it.
+func check(t testing.TB, name string, env cri.Env, upHint string) Runtime {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	c, err := cri.Dial(ctx, env.Endpoint, cri.WithTimeout(10*time.Second))
@@ -87,18 +148,18 @@ func Containerd(t testing.TB) Runtime {
 		case errors.Is(err, cri.ErrPermission):
 			hint = "\n(the socket is root's: run the tests as root)"
 		case !errors.Is(err, cri.ErrNotReachable):
-			hint = "\n(restart it with: " + cri.UpHint + ")"
+			hint = "\n(restart it with: " + upHint + ")"
 		}
-		Require(t, false, "containerd is not available: %v%s", err, hint)
+		Require(t, false, "%s is not available: %v%s", name, err, hint)
 	}
 	defer c.Close()
-	Require(t, env.BusyboxImage != "", "no busybox image recorded in %s: run %s", env.File, cri.UpHint)
+	Require(t, env.BusyboxImage != "", "no busybox image recorded for %s in %q: run %s", name, env.File, upHint)
 	has, err := c.HasImage(ctx, env.BusyboxImage)
 	if err != nil {
 		t.Fatalf("ImageStatus %s: %v", env.BusyboxImage, err)
 	}
-	Require(t, has, "containerd has no image %s: run %s (it imports it)", env.BusyboxImage, cri.UpHint)
-	return Runtime{Name: "containerd", Endpoint: env.Endpoint, PauseImage: env.PauseImage, BusyboxImage: env.BusyboxImage, Real: true}
+	Require(t, has, "%s has no image %s: run %s (it imports it)", name, env.BusyboxImage, upHint)
+	return Runtime{Name: name, Version: env.Version, Endpoint: env.Endpoint, PauseImage: env.PauseImage, BusyboxImage: env.BusyboxImage, Real: true}
 }
 
 // Dial connects to rt with generous timeouts and closes the client when the
