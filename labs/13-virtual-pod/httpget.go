@@ -157,7 +157,12 @@ func (in *interpreter) get(ctx context.Context, u *url.URL) result {
 	req.Header.Set("User-Agent", "kubelet-labs-virtual-pod")
 	resp, err := in.client.Do(req)
 	if err != nil {
-		return result{classify(err), fmt.Sprintf("GET %s: %v", u, err)}
+		code := classify(err)
+		var ue *url.Error // "Get \"URL\": …": we name the URL ourselves
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return result{code, fmt.Sprintf("GET %s: %v", u, err)}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
@@ -166,12 +171,15 @@ func (in *interpreter) get(ctx context.Context, u *url.URL) result {
 		line = line[:80] + "…"
 	}
 	msg := fmt.Sprintf("GET %s: %s", u, resp.Status)
-	if line != "" {
-		msg += ": " + line
-	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if line != "" {
+			msg += ": " + line
+		}
 		return result{exitOK, msg}
 	}
+	// A failure's body is left out, as the kubelet's HTTP probe does
+	// (pkg/probe/http/http.go:119-121): it lands in the pod's status,
+	// readable by anyone who can read the pod.
 	return result{exitHTTPError, msg}
 }
 

@@ -95,6 +95,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
+	defer out.printf("stopped: the Node and its pods stay in the apiserver; work still running here was cancelled")
 	defer j.Stop()
 	var hostIPs []string
 	for _, a := range j.Node.Status.Addresses {
@@ -151,7 +152,6 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	cancel()
 	for range updates { // the source closes it once its goroutines are gone
 	}
-	out.printf("stopped: the Node and its pods stay in the apiserver; work still running here was cancelled")
 	return nil
 }
 

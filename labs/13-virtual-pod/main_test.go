@@ -350,6 +350,31 @@ func TestVirtualPods(t *testing.T) {
 		poll(t, "the runtime to forget the pod", time.Minute, func() bool { return !slices.Contains(l.rt.PodUIDs(), pod.UID) })
 	})
 
+	t.Run("a pod running when the node restarts is not run twice", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + ln.Addr().String() + "/"
+		ln.Close()
+		pod := examplePod(t, "wait.yaml", nodeName, apiserver, "http://127.0.0.1:9999/", closed)
+		pod.Name = "again"
+		create(t, admin, pod)
+		waitPhase(t, admin, "again", v1.PodRunning)
+		stop() // the node dies; the apiserver still says Running
+
+		_, out2, stop2 := startLab(t, nodeName)
+		defer stop2()
+		failed := waitPhase(t, admin, "again", v1.PodFailed)
+		if term := terminated(t, failed, "wait"); term.ExitCode != 137 || term.Reason != "ContainerStatusUnknown" {
+			t.Errorf("terminated = %+v; want 137 ContainerStatusUnknown", term)
+		}
+		if strings.Contains(out2.String(), "default/again wait: started") {
+			t.Errorf("the restarted node ran the container again")
+		}
+		stop2()
+	})
+
 	stop()
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),

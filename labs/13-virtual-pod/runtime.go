@@ -114,27 +114,6 @@ func (r *virtualRuntime) Start(pod *v1.Pod, c v1.Container) {
 	r.publishLocked(pod.UID)
 }
 
-// Lost records container c as ended in an unknown way: the apiserver says
-// it ran, this process has no record of it (the lab was restarted while
-// it ran). It is not run again: a restartPolicy Never container runs at
-// most once.
-func (r *virtualRuntime) Lost(pod *v1.Pod, c v1.Container) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.podLocked(pod)
-	if _, ok := p.containers[c.Name]; ok {
-		return
-	}
-	now := time.Now()
-	done := make(chan struct{})
-	close(done)
-	p.containers[c.Name] = &task{id: newID(), name: c.Name, image: c.Image, state: kubecontainer.ContainerStateExited,
-		created: now, started: now, finished: now, exitCode: 137, reason: kubecontainer.ContainerReasonStatusUnknown,
-		message: "the node lost this container (restarted while it ran); it is not run twice", cancel: func() {}, done: done}
-	r.logf("runtime %s/%s %s: ran before this node started, no record: reported lost (137), not run again", pod.Namespace, pod.Name, c.Name)
-	r.publishLocked(pod.UID)
-}
-
 // Has says whether container name of pod uid was ever started here.
 func (r *virtualRuntime) Has(uid types.UID, name string) bool {
 	r.mu.Lock()

@@ -47,31 +47,20 @@ func (s *virtualSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPo
 		return true, nil, nil
 	}
 	s.logf("sync    SyncPod(%s) %s: %s", updateType, podName(pod), status.Describe(st))
+	// Start what never ran here. A container the last status shows as
+	// running that this runtime does not know (the lab was restarted
+	// while it ran) never gets here: Generate reports it ended, exit 137,
+	// and with restartPolicy Never the pod is Failed — terminal above — so
+	// the work is not done twice.
 	for _, c := range pod.Spec.Containers {
 		if err := ctx.Err(); err != nil {
 			return false, nil, err // a kill arrived: start nothing more
 		}
-		if s.rt.Has(pod.UID, c.Name) {
-			continue
+		if !s.rt.Has(pod.UID, c.Name) {
+			s.rt.Start(pod, c)
 		}
-		if ranBefore(st, c.Name) {
-			s.rt.Lost(pod, c)
-			continue
-		}
-		s.rt.Start(pod, c)
 	}
 	return false, nil, nil
-}
-
-// ranBefore: the last status shows the container ran (it was running,
-// ended, or ended before) although this runtime has no record of it.
-func ranBefore(st v1.PodStatus, name string) bool {
-	for _, c := range st.ContainerStatuses {
-		if c.Name == name {
-			return c.State.Running != nil || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil
-		}
-	}
-	return false
 }
 
 // SyncTerminatingPod stops the pod's containers: their contexts are
