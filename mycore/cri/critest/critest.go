@@ -149,6 +149,9 @@ func check(t testing.TB, name string, env cri.Env, upHint string) Runtime {
 			hint = "\n(the socket is root's: run the tests as root)"
 		case !errors.Is(err, cri.ErrNotReachable):
 			hint = "\n(restart it with: " + upHint + ")"
+		case upHint != cri.UpHint:
+			// the dial error names the plain up command, which starts the default flavour
+			hint = "\n(this flavour: " + upHint + ")"
 		}
 		Require(t, false, "%s is not available: %v%s", name, err, hint)
 	}
