@@ -18,6 +18,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/kuberuntime"
 	"kubelet-labs/mycore/runtime"
 )
 
@@ -157,4 +158,52 @@ func WaitLogged(ctx context.Context, c *cri.Client, id, text string, timeout tim
 		return false, nil
 	})
 	return err == nil
+}
+
+// Cleanup removes what a lab made, also after an error or Ctrl-C (it uses
+// a context of its own): the pod's sandboxes and containers from the
+// runtime, then the pod object for good. It says what it removed.
+func Cleanup(client kubernetes.Interface, c *cri.Client, pod *v1.Pod, log func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := CleanRuntime(ctx, c, pod.Namespace, pod.Name); err != nil {
+		log("cleanup: %v", err)
+	} else if n > 0 {
+		log("cleanup: removed %d sandbox(es) of %s/%s and their containers from the runtime", n, pod.Namespace, pod.Name)
+	}
+	if gone, err := Gone(ctx, client, pod); err == nil && gone {
+		return
+	}
+	if err := Remove(ctx, client, pod); err != nil {
+		log("cleanup: %v", err)
+		return
+	}
+	log("cleanup: DELETE pods/%s gracePeriodSeconds=0 (uid precondition): pod %s/%s is gone", pod.Name, pod.Namespace, pod.Name)
+}
+
+// Start makes the runtime match pod with our SyncPod (a sandbox if there
+// is none, then each container that is not running) and waits until each
+// container printed "ready" — its SIGTERM trap is set, so a stop that
+// follows meets the container as the manifest describes it.
+func Start(ctx context.Context, m *kuberuntime.Manager, c *cri.Client, pod *v1.Pod, log func(string, ...any)) error {
+	_, status, err := RunningPod(ctx, c, pod)
+	if errors.Is(err, kubecontainer.ErrPodNotFound) {
+		status, err = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, nil
+	}
+	if err != nil {
+		return err
+	}
+	if r := m.SyncPod(ctx, pod, status, kuberuntime.PodIPs{NodeName: pod.Spec.NodeName}, nil); r.Error() != nil {
+		return r.Error()
+	}
+	running, _, err := RunningPod(ctx, c, pod)
+	if err != nil {
+		return err
+	}
+	for _, ct := range running.Containers {
+		if !WaitLogged(ctx, c, ct.ID.ID, "ready", 10*time.Second) {
+			log("(container %s printed no \"ready\" within 10s: going on anyway)", ct.Name)
+		}
+	}
+	return nil
 }

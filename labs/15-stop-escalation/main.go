@@ -146,12 +146,16 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup(client, rt.CRI, pod, out)
+	// At the end, also after an error or Ctrl-C: the pod's sandbox and
+	// containers leave the runtime (lab 16 leaves that to the kubelet's
+	// garbage collector), then the pod object goes for good — what the
+	// kubelet's status manager does once nothing of the pod runs.
+	defer labpod.Cleanup(client, rt.CRI, pod, out.Printf)
 	out.Printf("pod %s/%s created (uid %s), bound to %s, spec.terminationGracePeriodSeconds=%s",
 		pod.Namespace, pod.Name, pod.UID, pod.Spec.NodeName, seconds(pod.Spec.TerminationGracePeriodSeconds))
 
 	// 3. Start it, as SyncPod does: a sandbox, then each container.
-	if err := start(ctx, m, rt, pod, out); err != nil {
+	if err := labpod.Start(ctx, m, rt.CRI, pod, out.Printf); err != nil {
 		return nil, err
 	}
 
@@ -168,7 +172,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	// Part 2: the pod is deleted with a shorter grace period. The kubelet
 	// would first restart the containers (restartPolicy Always): SyncPod.
 	out.Printf("\n2. SyncPod restarts them (restartPolicy %s); then the pod is deleted with --grace-period=%d", pod.Spec.RestartPolicy, o.deleteGrace)
-	if err := start(ctx, m, rt, pod, out); err != nil {
+	if err := labpod.Start(ctx, m, rt.CRI, pod, out.Printf); err != nil {
 		return nil, err
 	}
 	out.Printf("DELETE pods/%s gracePeriodSeconds=%d   (what `kubectl delete pod %s --grace-period=%d` sends)", pod.Name, o.deleteGrace, pod.Name, o.deleteGrace)
@@ -186,31 +190,6 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 		return nil, err
 	}
 	return rep, nil
-}
-
-// start makes the runtime match the pod (our SyncPod) and waits until each
-// container printed "ready": its SIGTERM trap is set.
-func start(ctx context.Context, m *kuberuntime.Manager, rt *labpod.Runtime, pod *v1.Pod, out *labpod.Timeline) error {
-	_, status, err := labpod.RunningPod(ctx, rt.CRI, pod)
-	if errors.Is(err, kubecontainer.ErrPodNotFound) {
-		status, err = &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, nil
-	}
-	if err != nil {
-		return err
-	}
-	if r := m.SyncPod(ctx, pod, status, kuberuntime.PodIPs{NodeName: pod.Spec.NodeName}, nil); r.Error() != nil {
-		return r.Error()
-	}
-	running, _, err := labpod.RunningPod(ctx, rt.CRI, pod)
-	if err != nil {
-		return err
-	}
-	for _, c := range running.Containers {
-		if !labpod.WaitLogged(ctx, rt.CRI, c.ID.ID, "ready", 10*time.Second) {
-			out.Printf("(container %s printed no \"ready\" within 10s: stopping it anyway)", c.Name)
-		}
-	}
-	return nil
 }
 
 // stopContainers stops every running container of pod at once, as KillPod
@@ -293,24 +272,6 @@ func sigkillLivesIn(kind string) string {
 		return "containerd: StopContainer in internal/cri/server/container_stop.go, pkg/cri/server/ in 1.6/1.7"
 	}
 	return "the mock: stopProcess in mylib/fakecri/process.go, the same steps as containerd's container_stop.go"
-}
-
-// cleanup removes what the lab made, also after an error or Ctrl-C: the
-// pod's sandbox and containers from the runtime (lab 16 leaves that to
-// the kubelet's garbage collector), then the pod object, for good — what
-// the kubelet's status manager does once nothing of the pod runs.
-func cleanup(client kubernetes.Interface, c *cri.Client, pod *v1.Pod, out *labpod.Timeline) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out.Printf("\ncleaning up: StopPodSandbox + RemovePodSandbox (its containers go with it), then DELETE pods/%s gracePeriodSeconds=0 (uid precondition)", pod.Name)
-	if _, err := labpod.CleanRuntime(ctx, c, pod.Namespace, pod.Name); err != nil {
-		out.Printf("error: %v", err)
-	}
-	if err := labpod.Remove(ctx, client, pod); err != nil {
-		out.Printf("error: %v", err)
-		return
-	}
-	out.Printf("pod %s/%s is gone", pod.Namespace, pod.Name)
 }
 
 func seconds(p *int64) string {

@@ -1,0 +1,342 @@
+// Lab 16 is how the kubelet stops a whole pod and when it removes it.
+// KillPod stops every container at once — one goroutine each, one
+// SyncResult each — and only then stops the sandbox, which tears the pod's
+// network down. It removes nothing: the stopped containers and sandbox stay
+// in the runtime, exit codes and logs with them, until the garbage
+// collector removes them once the pod is gone.
+//
+// The lab creates pod default/kill-demo (pod.yaml: three containers that
+// all ignore SIGTERM, grace period 3 s) in the real apiserver, bound to
+// node lab-node-16 that no kubelet serves, runs it on the mock CRI in this
+// process (or on containerd), deletes it, and plays the kubelet's part:
+// KillPod (mycore/kuberuntime), the final delete, and two garbage
+// collections — before and after the pod object is gone.
+//
+//	go run ./labs/00-cluster                               # another terminal
+//	go run ./labs/16-kill-pod                              # on the mock CRI
+//	sudo scripts/containerd-up.sh
+//	go run ./labs/16-kill-pod --runtime containerd         # on containerd
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labpod"
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/kuberuntime"
+)
+
+//go:embed pod.yaml
+var podYAML []byte
+
+type options struct {
+	kubeconfig string
+	runtime    string
+	endpoint   string
+	podLogsDir string
+	podFile    string
+	nodeName   string
+	image      string // tests: a containerd flavour's busybox image
+}
+
+func main() {
+	// Our own flag set: the kubelet packages we import register cAdvisor's
+	// flags on flag.CommandLine, and -h should list only this lab's.
+	fs := flag.NewFlagSet("16-kill-pod", flag.ExitOnError)
+	var o options
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.runtime, "runtime", labpod.Mock, "where the pod runs: mock (the mock CRI, in this process) or containerd (the course's, from the state folder's containerd/env)")
+	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with --runtime containerd: its CRI endpoint (default: from the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
+	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go (default: the state folder's 16-kill-pod/pod-logs on the mock, containerd's POD_LOG_DIR)")
+	fs.StringVar(&o.podFile, "pod", "", "pod manifest to use instead of the lab's pod.yaml (copy it and edit: the repository may be read-only)")
+	fs.StringVar(&o.nodeName, "node-name", "lab-node-16", "the node the pod is bound to (spec.nodeName); no kubelet serves it but this lab")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		labenv.Fatal(err)
+	}
+}
+
+// report is what the lab saw, for its test.
+type report struct {
+	KillTook        time.Duration
+	Results         []*kubecontainer.SyncResult
+	ExitCodes       map[string]int32
+	SandboxAfter    runtimeapi.PodSandboxState
+	NetnsBefore     string // containerd: the sandbox's network namespace file
+	NetnsGoneAfter  bool
+	GCWhileDeleting kuberuntime.GCResult
+	GCAfterGone     kuberuntime.GCResult
+	LeftInRuntime   int // sandboxes + containers of the pod at the end
+}
+
+func run(ctx context.Context, o options, w io.Writer) (*report, error) {
+	out := labpod.NewTimeline(w)
+	if err := labenv.CheckNodeName(o.nodeName); err != nil {
+		return nil, err
+	}
+	pod, err := labpod.Load(o.podFile, podYAML)
+	if err != nil {
+		return nil, err
+	}
+
+	// 1. The cluster, the runtime, and our runtime manager on it.
+	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := labpod.OpenRuntime(ctx, labpod.RuntimeOptions{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir, Image: o.image, Lab: "16-kill-pod"})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	out.Printf("cluster %s; runtime %s on %s", cfg.Host, rt.Version, rt.CRI.Endpoint)
+	m := kuberuntime.New(rt.CRI, kuberuntime.Options{PodLogsDir: rt.PodLogsDir, Log: func(f string, a ...any) { out.Printf("kubelet  "+f, a...) }})
+	rep := &report{ExitCodes: map[string]int32{}}
+
+	// 2. The pod object, then the pod in the runtime (our SyncPod).
+	pod.Spec.NodeName = o.nodeName
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Image == "busybox" {
+			pod.Spec.Containers[i].Image = rt.Image
+		}
+	}
+	if _, err := labpod.CleanRuntime(ctx, rt.CRI, pod.Namespace, pod.Name); err != nil {
+		return nil, err
+	}
+	if pod, err = labpod.Create(ctx, client, pod, out.Printf); err != nil {
+		return nil, err
+	}
+	finished := false
+	defer func() {
+		if !finished { // an error or Ctrl-C on the way: leave nothing behind
+			labpod.Cleanup(client, rt.CRI, pod, out.Printf)
+		}
+	}()
+	out.Printf("pod %s/%s created (uid %s), bound to %s: %d containers, spec.terminationGracePeriodSeconds=%ds",
+		pod.Namespace, pod.Name, pod.UID, pod.Spec.NodeName, len(pod.Spec.Containers), *pod.Spec.TerminationGracePeriodSeconds)
+	if err := labpod.Start(ctx, m, rt.CRI, pod, out.Printf); err != nil {
+		return nil, err
+	}
+	running, _, err := labpod.RunningPod(ctx, rt.CRI, pod)
+	if err != nil {
+		return nil, err
+	}
+	sandboxID := running.Sandboxes[0].ID.ID
+	before, err := showSandbox(ctx, rt.CRI, sandboxID, "", out)
+	if err != nil {
+		return nil, err
+	}
+	rep.NetnsBefore = before
+
+	// 3. The delete. Without --grace-period the apiserver takes the
+	// spec's; the pod object now waits for its kubelet.
+	out.Printf("\n1. DELETE pods/%s   (kubectl delete pod %s: no --grace-period, so the spec's)", pod.Name, pod.Name)
+	if err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		return nil, err
+	}
+	if pod, err = client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		return nil, err
+	}
+	out.Printf("   metadata.deletionGracePeriodSeconds=%ds, deletionTimestamp=%s", *pod.DeletionGracePeriodSeconds, pod.DeletionTimestamp.UTC().Format(time.RFC3339))
+
+	// 4. KillPod: what the kubelet's SyncTerminatingPod calls with the pod
+	// and what still runs of it.
+	n := len(running.Containers)
+	out.Printf("\n2. KillPod: the %d containers at once, then the sandbox", n)
+	out.Start()
+	result := m.KillPodWithSyncResult(ctx, pod, running, nil)
+	rep.KillTook = out.Stop()
+	rep.Results = result.SyncResults
+	out.Printf("   SyncResults, in the order they came back:")
+	for _, r := range result.SyncResults {
+		status := "ok"
+		if r.Error != nil {
+			status = fmt.Sprintf("%v: %s", r.Error, r.Message)
+		}
+		out.Printf("     %-15s %-36v %s", r.Action, r.Target, status)
+	}
+	if err := result.Error(); err != nil {
+		return nil, err
+	}
+	out.Printf("   KillPod took %.3fs: %d grace periods of %ds side by side (one after another: %ds)",
+		rep.KillTook.Seconds(), n, *pod.DeletionGracePeriodSeconds, int64(n)**pod.DeletionGracePeriodSeconds)
+	if _, err := showSandbox(ctx, rt.CRI, sandboxID, before, out); err != nil {
+		return nil, err
+	}
+	st, err := rt.CRI.PodStatus(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	rep.SandboxAfter = st.State
+	rep.NetnsGoneAfter = before != "" && !exists(before)
+
+	// 5. Nothing was removed.
+	out.Printf("\n3. Nothing was removed: KillPod stops, the garbage collector removes")
+	if err := showRuntime(ctx, rt.CRI, pod, rep, out); err != nil {
+		return nil, err
+	}
+
+	// 6. The garbage collector, while the pod object still exists.
+	gone := func(uid types.UID) bool {
+		if uid != pod.UID {
+			return true // an older kill-demo of an interrupted run: its object is long gone
+		}
+		g, err := labpod.Gone(ctx, client, pod)
+		return err == nil && g
+	}
+	gcOpts := kuberuntime.GCOptions{
+		Policy: kuberuntime.DefaultGCPolicy, Pods: kuberuntime.PodsGone(gone), AllSourcesReady: true,
+		// only this lab's pod: the course's containerd is shared
+		Selector: map[string]string{cri.LabelPodNamespace: pod.Namespace, cri.LabelPodName: pod.Name},
+	}
+	p := gcOpts.Policy
+	out.Printf("\n4. Garbage collection while the pod object still exists (policy: MinAge %s, MaxPerPodContainer %d, MaxContainers %d — the kubelet's defaults)",
+		p.MinAge, p.MaxPerPodContainer, p.MaxContainers)
+	if rep.GCWhileDeleting, err = m.GarbageCollect(ctx, gcOpts); err != nil {
+		return nil, err
+	}
+	out.Printf("   removed %s: the newest dead instance of each container stays (kubectl logs --previous reads it), and the pod's newest sandbox", count(rep.GCWhileDeleting))
+
+	// 7. The final delete, then the garbage collector again.
+	out.Printf("\n5. DELETE pods/%s gracePeriodSeconds=0 (uid precondition): what the status manager sends once nothing of the pod runs", pod.Name)
+	if err := labpod.Remove(ctx, client, pod); err != nil {
+		return nil, err
+	}
+	out.Printf("   pod %s/%s is gone from the apiserver", pod.Namespace, pod.Name)
+	out.Printf("\n6. Garbage collection again: the pod is gone, so everything of it goes")
+	if rep.GCAfterGone, err = m.GarbageCollect(ctx, gcOpts); err != nil {
+		return nil, err
+	}
+	out.Printf("   removed %s", count(rep.GCAfterGone))
+	if err := showRuntime(ctx, rt.CRI, pod, rep, out); err != nil {
+		return nil, err
+	}
+	finished = true
+	return rep, nil
+}
+
+// showSandbox prints the sandbox's state, pod IP and network namespace.
+// before is the namespace file seen earlier, to tell whether it is gone.
+func showSandbox(ctx context.Context, c *cri.Client, id, before string, out *labpod.Timeline) (netns string, err error) {
+	resp, err := c.Runtime.PodSandboxStatus(c.Context(ctx), id, true)
+	if err != nil {
+		return "", err
+	}
+	st := resp.GetStatus()
+	netns = netnsPath(resp.GetInfo())
+	line := fmt.Sprintf("   sandbox %.13s %s, pod IP %q", id, strings.TrimPrefix(st.State.String(), "SANDBOX_"), st.GetNetwork().GetIp())
+	switch {
+	case before != "" && !exists(before):
+		line += fmt.Sprintf(", network namespace %s is gone: StopPodSandbox tore the network down (CNI DEL)", before)
+	case netns != "":
+		line += fmt.Sprintf(", network namespace %s", netns)
+	}
+	out.Printf("%s", line)
+	return netns, nil
+}
+
+// netnsPath digs the network namespace file out of containerd's verbose
+// sandbox status (info.runtimeSpec.linux.namespaces); "" elsewhere.
+func netnsPath(info map[string]string) string {
+	var v struct {
+		RuntimeSpec struct {
+			Linux struct {
+				Namespaces []struct{ Type, Path string }
+			}
+		}
+	}
+	if json.Unmarshal([]byte(info["info"]), &v) != nil {
+		return ""
+	}
+	for _, ns := range v.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" {
+			return ns.Path
+		}
+	}
+	return ""
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// showRuntime prints what the runtime still has of the pod, as
+// `crictl ps -a` and `crictl pods` would.
+func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, out *labpod.Timeline) error {
+	sel := map[string]string{cri.LabelPodNamespace: pod.Namespace, cri.LabelPodName: pod.Name}
+	sbs, err := c.Pods(ctx, sel)
+	if err != nil {
+		return err
+	}
+	ctrs, err := c.Runtime.ListContainers(c.Context(ctx), &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	rep.LeftInRuntime = len(sbs) + len(ctrs)
+	if rep.LeftInRuntime == 0 {
+		out.Printf("   the runtime has nothing of %s/%s left", pod.Namespace, pod.Name)
+		return nil
+	}
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "   IN THE RUNTIME\tID\tSTATE\tEXIT\tLOG FILE\t")
+	for _, sb := range sbs {
+		fmt.Fprintf(tw, "   sandbox\t%.13s\t%s\t\t\t\n", sb.Id, strings.TrimPrefix(sb.State.String(), "SANDBOX_"))
+	}
+	for _, ct := range ctrs {
+		st, err := c.ContainerStatus(ctx, ct.Id)
+		if err != nil {
+			return err
+		}
+		rep.ExitCodes[ct.GetMetadata().GetName()] = st.ExitCode
+		fmt.Fprintf(tw, "   container %s\t%.13s\t%s\t%d\t%s\t\n", ct.GetMetadata().GetName(), ct.Id,
+			strings.TrimPrefix(st.State.String(), "CONTAINER_"), st.ExitCode, fileState(st.LogPath))
+	}
+	tw.Flush()
+	for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
+		out.Printf("%s", line)
+	}
+	return nil
+}
+
+func fileState(path string) string {
+	if exists(path) {
+		return "kept"
+	}
+	return "none"
+}
+
+func count(r kuberuntime.GCResult) string {
+	if len(r.Containers)+len(r.Sandboxes)+len(r.LogDirs) == 0 {
+		return "nothing"
+	}
+	return fmt.Sprintf("%d container(s), %d sandbox(es), %d pod log folder(s)", len(r.Containers), len(r.Sandboxes), len(r.LogDirs))
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/internal/labpod"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/cri/critest"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// optionsFor runs the lab on one runtime of the shared table: the mock in
+// the lab's own process, or a containerd. The state folder is a short
+// temporary one (the mock's socket path must stay under 108 bytes), set
+// after containerd was found in the real one.
+func optionsFor(t *testing.T, rc critest.Case) options {
+	o := options{kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(), runtime: labpod.Mock,
+		nodeName: "lab-node-16", podLogsDir: t.TempDir()}
+	if rc.Name != "fakecri" {
+		rt := rc.Setup(t)
+		o.runtime, o.endpoint, o.image = labpod.Containerd, rt.Endpoint, rt.BusyboxImage
+	}
+	dir, err := os.MkdirTemp("", "lab16-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv(state.EnvVar, dir)
+	return o
+}
+
+// TestLab: what the README shows, on each runtime. Three containers that
+// ignore SIGTERM, grace 3 s: KillPod takes about 3 s (not 9), one
+// SyncResult per container plus one for the sandbox, all exit 137; the
+// sandbox is NotReady (and on containerd its network namespace is gone);
+// the garbage collector removes nothing while the pod object exists and
+// everything once it is gone. No goroutine is left.
+func TestLab(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	for _, rc := range critest.Cases() {
+		t.Run(rc.Name, func(t *testing.T) {
+			o := optionsFor(t, rc)
+			ignore := goleak.IgnoreCurrent()
+			var out testenv.SyncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rep, err := run(ctx, o, &out)
+			t.Logf("lab output:\n%s", out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			t.Logf("%s: KillPod of 3 containers ignoring SIGTERM, grace 3s: %s", rc.Name, rep.KillTook)
+			if rep.KillTook < 2500*time.Millisecond || rep.KillTook > 8*time.Second {
+				t.Errorf("KillPod took %s, want about one 3 s grace period: the containers stop in parallel", rep.KillTook)
+			}
+			kills := map[string]bool{}
+			sandboxes := 0
+			for _, r := range rep.Results {
+				if r.Error != nil {
+					t.Errorf("%s %v failed: %s", r.Action, r.Target, r.Message)
+				}
+				switch r.Action {
+				case kubecontainer.KillContainer:
+					kills[r.Target.(string)] = true
+				case kubecontainer.KillPodSandbox:
+					sandboxes++
+				}
+			}
+			if len(kills) != 3 || sandboxes != 1 {
+				t.Errorf("SyncResults: kills of %v and %d for the sandbox, want one, two, three and 1", kills, sandboxes)
+			}
+			for _, name := range []string{"one", "two", "three"} {
+				if code, ok := rep.ExitCodes[name]; !ok || code != 137 {
+					t.Errorf("container %s: exit %d (seen %t), want 137", name, code, ok)
+				}
+			}
+			if rep.SandboxAfter != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				t.Errorf("sandbox %s after KillPod, want NOTREADY", rep.SandboxAfter)
+			}
+			if rc.Name != "fakecri" && (rep.NetnsBefore == "" || !rep.NetnsGoneAfter) {
+				t.Errorf("network namespace %q: gone after KillPod %t, want a namespace that StopPodSandbox removed", rep.NetnsBefore, rep.NetnsGoneAfter)
+			}
+			if g := rep.GCWhileDeleting; len(g.Containers)+len(g.Sandboxes)+len(g.LogDirs) != 0 {
+				t.Errorf("GC removed %+v while the pod object existed, want nothing", g)
+			}
+			if g := rep.GCAfterGone; len(g.Containers) != 3 || len(g.Sandboxes) != 1 || len(g.LogDirs) != 1 {
+				t.Errorf("GC after the pod was gone removed %+v, want 3 containers, 1 sandbox, 1 log folder", g)
+			}
+			if rep.LeftInRuntime != 0 {
+				t.Errorf("%d sandboxes and containers of kill-demo left in the runtime", rep.LeftInRuntime)
+			}
+			if !strings.Contains(out.String(), "timeout=3s (3s from metadata.deletionGracePeriodSeconds)") {
+				t.Error("the output does not show the deletion's grace period in the stops")
+			}
+			if _, err := admin.CoreV1().Pods("default").Get(ctx, "kill-demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("pod kill-demo still exists after the lab: %v", err)
+			}
+			goleak.VerifyNone(t, ignore,
+				goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+				goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+				goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+		})
+	}
+}
+
+// An interrupted run (here: a cancelled context right after the start)
+// leaves neither the pod object nor anything in the runtime.
+func TestLabInterrupted(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	o := optionsFor(t, critest.Case{Name: "fakecri"})
+	ctx, cancel := context.WithCancel(context.Background())
+	var out testenv.SyncBuffer
+	done := make(chan error, 1)
+	go func() { _, err := run(ctx, o, &out); done <- err }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "2. KillPod") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatalf("run succeeded despite the cancel:\n%s", out.String())
+	}
+	t.Logf("output:\n%s", out.String())
+	if !strings.Contains(out.String(), "cleanup: ") {
+		t.Error("the output does not show the cleanup")
+	}
+	if _, err := admin.CoreV1().Pods("default").Get(context.Background(), "kill-demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod kill-demo still exists after the interrupted run: %v", err)
+	}
+}
+
+// Bad input fails in one clear line, before anything is created.
+func TestLabBadInput(t *testing.T) {
+	o := optionsFor(t, critest.Case{Name: "fakecri"})
+	for _, tc := range []struct {
+		name string
+		edit func(*options)
+		want string
+	}{
+		{"bad node name", func(o *options) { o.nodeName = "../x" }, "is not a valid Node name"},
+		{"unknown runtime", func(o *options) { o.runtime = "cri-o" }, `--runtime "cri-o": want mock or containerd`},
+		{"no containerd", func(o *options) {
+			o.runtime, o.endpoint = labpod.Containerd, "unix://"+t.TempDir()+"/none.sock"
+		}, "not reachable"},
+		{"not a pod", func(o *options) {
+			p := t.TempDir() + "/svc.yaml"
+			_ = os.WriteFile(p, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: x}\n"), 0o600)
+			o.podFile = p
+		}, "not a Pod"},
+	} {
+		oo := o
+		tc.edit(&oo)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := run(ctx, oo, &testenv.SyncBuffer{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
