@@ -363,7 +363,7 @@ func TestFinalDeleteOnlyWhenSafe(t *testing.T) {
 	if f.calls.count(http.MethodDelete) != 0 {
 		t.Fatalf("deleted while containers could still run")
 	}
-	if !f.logs.contain("phase Succeeded held back") {
+	if !f.logs.contain("phase Succeeded held back while its containers could still run") {
 		t.Errorf("no log line says the phase was held back")
 	}
 

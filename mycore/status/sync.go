@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,8 +84,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 	couldRun := m.safety.CouldHaveRunningContainers(uid)
 	merged := mergePodStatus(pod, pod.Status, st.status, couldRun)
 	heldBack := merged.Phase != st.status.Phase
+	hold := ""
 	if heldBack {
-		m.logf("status  %s: phase %s held back, %s kept: its containers could still be running (retried at the next sync)", name, st.status.Phase, merged.Phase)
+		hold = fmt.Sprintf("; phase %s held back while its containers could still run (retried at the next sync)", st.status.Phase)
 	}
 	// A strategic merge patch of status with metadata.uid in it: the
 	// apiserver refuses it (409 Conflict) if the pod is another one by now.
@@ -95,9 +97,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 		m.logf("status  %s: patch failed (retried at the next sync): %v", name, err)
 		return
 	}
-	if !unchanged {
-		m.logf("status  %s v%d posted: %s (%s after the change)", name, st.version, Describe(merged), roundMS(st.at))
+	switch {
+	case !unchanged:
+		m.logf("status  %s v%d posted: %s (%s after the change)%s", name, st.version, Describe(merged), roundMS(st.at), hold)
 		pod = newPod
+	case heldBack:
+		m.logf("status  %s v%d: nothing to post%s", name, st.version, hold)
 	}
 	// A version posted with its phase held back is not the apiserver's
 	// yet: the next sync tries again. (Upstream records it and relies on
