@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,37 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubelet-labs/internal/labpod"
-	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/cri/critest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// shortStateDir: the mock's socket lives in the state folder, and a
-// socket path must stay under 108 bytes (t.TempDir() paths may not).
-func shortStateDir(t *testing.T) {
-	dir, err := os.MkdirTemp("", "lab15-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Setenv(state.EnvVar, dir)
-}
-
-// optionsFor runs the lab on one runtime of the shared table: the mock in
-// the lab's own process, or a containerd.
-func optionsFor(t *testing.T, rc critest.Case) options {
-	o := options{kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(), runtime: labpod.Mock,
-		nodeName: "lab-node-15", deleteGrace: 1, podLogsDir: t.TempDir()}
-	if rc.Name != "fakecri" {
-		rt := rc.Setup(t) // before shortStateDir: it finds containerd in the real state folder
-		o.runtime, o.endpoint, o.image = labpod.Containerd, rt.Endpoint, rt.BusyboxImage
-	}
-	shortStateDir(t)
-	return o
-}
 
 func find(t *testing.T, part []stopped, name string) stopped {
 	t.Helper()
@@ -64,7 +39,7 @@ func TestLab(t *testing.T) {
 	admin := testenv.AdminClient(t)
 	for _, rc := range critest.Cases() {
 		t.Run(rc.Name, func(t *testing.T) {
-			o := optionsFor(t, rc)
+			o := options{Options: labpodtest.Options(t, rc, "lab-node-15"), deleteGrace: 1}
 			ignore := goleak.IgnoreCurrent()
 			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -98,7 +73,7 @@ func TestLab(t *testing.T) {
 				"metadata.deletionGracePeriodSeconds=1s",
 				"timeout=2s (1s from metadata.deletionGracePeriodSeconds, raised to the 2s minimum)",
 				"got SIGTERM, bye",
-				"pod default/stop-demo is gone",
+				"gracePeriodSeconds=0 (uid precondition): pod default/stop-demo is gone",
 			} {
 				if !strings.Contains(out.String(), s) {
 					t.Errorf("output lacks %q", s)
@@ -109,7 +84,7 @@ func TestLab(t *testing.T) {
 				t.Errorf("pod stop-demo still exists after the lab: %v", err)
 			}
 			if rc.Name != "fakecri" {
-				c, err := cri.Dial(ctx, o.endpoint)
+				c, err := cri.Dial(ctx, o.Endpoint)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -118,33 +93,31 @@ func TestLab(t *testing.T) {
 				}
 				c.Close()
 			}
-			goleak.VerifyNone(t, ignore,
-				goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-				goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-				goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+			labpodtest.NoLeaks(t, ignore)
 		})
 	}
 }
 
 // Bad input fails in one clear line, before anything is created.
 func TestLabBadInput(t *testing.T) {
-	shortStateDir(t)
-	kubeconfig := testenv.ControlPlane(t).AdminKubeconfig()
-	missing := t.TempDir() + "/nothing.sock"
+	base := options{Options: labpodtest.Mock(t, "lab-node-15"), deleteGrace: 1}
+	missing := t.TempDir() + "/nothing"
 	for _, tc := range []struct {
 		name string
-		o    options
+		edit func(*options)
 		want string
 	}{
-		{"grace 0", options{kubeconfig: kubeconfig, runtime: labpod.Mock, nodeName: "n", deleteGrace: 0}, "--delete-grace-period must be at least 1"},
-		{"bad node name", options{kubeconfig: kubeconfig, runtime: labpod.Mock, nodeName: "Bad_Name", deleteGrace: 1}, "is not a valid Node name"},
-		{"unknown runtime", options{kubeconfig: kubeconfig, runtime: "docker", nodeName: "n", deleteGrace: 1}, `--runtime "docker": want mock or containerd`},
-		{"no containerd", options{kubeconfig: kubeconfig, runtime: labpod.Containerd, endpoint: "unix://" + missing, nodeName: "n", deleteGrace: 1}, "not reachable"},
-		{"missing pod file", options{kubeconfig: kubeconfig, runtime: labpod.Mock, nodeName: "n", deleteGrace: 1, podFile: missing + ".yaml"}, "--pod: open"},
-		{"no cluster", options{kubeconfig: t.TempDir() + "/none", runtime: labpod.Mock, nodeName: "n", deleteGrace: 1}, "bad kubeconfig"},
+		{"grace 0", func(o *options) { o.deleteGrace = 0 }, "--delete-grace-period must be at least 1"},
+		{"bad node name", func(o *options) { o.NodeName = "Bad_Name" }, "is not a valid Node name"},
+		{"unknown runtime", func(o *options) { o.Runtime = "docker" }, `--runtime "docker": want mock or containerd`},
+		{"no containerd", func(o *options) { o.Runtime, o.Endpoint = labpod.Containerd, "unix://"+missing+".sock" }, "not reachable"},
+		{"missing pod file", func(o *options) { o.PodFile = missing + ".yaml" }, "--pod: open"},
+		{"no cluster", func(o *options) { o.Kubeconfig = missing }, "bad kubeconfig"},
 	} {
+		o := base
+		tc.edit(&o)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := run(ctx, tc.o, &testenv.SyncBuffer{})
+		_, err := run(ctx, o, &testenv.SyncBuffer{})
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)

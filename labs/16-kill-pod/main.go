@@ -36,7 +36,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
@@ -49,27 +48,14 @@ import (
 //go:embed pod.yaml
 var podYAML []byte
 
-type options struct {
-	kubeconfig string
-	runtime    string
-	endpoint   string
-	podLogsDir string
-	podFile    string
-	nodeName   string
-	image      string // tests: a containerd flavour's busybox image
-}
+type options struct{ labpod.Options }
 
 func main() {
 	// Our own flag set: the kubelet packages we import register cAdvisor's
 	// flags on flag.CommandLine, and -h should list only this lab's.
 	fs := flag.NewFlagSet("16-kill-pod", flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.runtime, "runtime", labpod.Mock, "where the pod runs: mock (the mock CRI, in this process) or containerd (the course's, from the state folder's containerd/env)")
-	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with --runtime containerd: its CRI endpoint (default: from the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
-	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go (default: the state folder's 16-kill-pod/pod-logs on the mock, containerd's POD_LOG_DIR)")
-	fs.StringVar(&o.podFile, "pod", "", "pod manifest to use instead of the lab's pod.yaml (copy it and edit: the repository may be read-only)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-16", "the node the pod is bound to (spec.nodeName); no kubelet serves it but this lab")
+	o.Register(fs, "16-kill-pod", "lab-node-16")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,69 +79,32 @@ type report struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer) (*report, error) {
-	out := labpod.NewTimeline(w)
-	if err := labenv.CheckNodeName(o.nodeName); err != nil {
-		return nil, err
-	}
-	pod, err := labpod.Load(o.podFile, podYAML)
+	// The cluster, the runtime, and pod kill-demo: created in the
+	// apiserver, bound to our node, started in the runtime by our SyncPod.
+	s, err := labpod.Begin(ctx, o.Options, "16-kill-pod", podYAML, w)
 	if err != nil {
-		return nil, err
-	}
-
-	// 1. The cluster, the runtime, and our runtime manager on it.
-	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := labpod.OpenRuntime(ctx, labpod.RuntimeOptions{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir, Image: o.image, Lab: "16-kill-pod"})
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	out.Printf("cluster %s; runtime %s on %s", cfg.Host, rt.Version, rt.CRI.Endpoint)
-	m := kuberuntime.New(rt.CRI, kuberuntime.Options{PodLogsDir: rt.PodLogsDir, Log: func(f string, a ...any) { out.Printf("kubelet  "+f, a...) }})
-	rep := &report{ExitCodes: map[string]int32{}}
-
-	// 2. The pod object, then the pod in the runtime (our SyncPod).
-	pod.Spec.NodeName = o.nodeName
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Image == "busybox" {
-			pod.Spec.Containers[i].Image = rt.Image
-		}
-	}
-	if _, err := labpod.CleanRuntime(ctx, rt.CRI, pod.Namespace, pod.Name); err != nil {
-		return nil, err
-	}
-	if pod, err = labpod.Create(ctx, client, pod, out.Printf); err != nil {
 		return nil, err
 	}
 	finished := false
-	defer func() {
-		if !finished { // an error or Ctrl-C on the way: leave nothing behind
-			labpod.Cleanup(client, rt.CRI, pod, out.Printf)
-		}
-	}()
-	out.Printf("pod %s/%s created (uid %s), bound to %s: %d containers, spec.terminationGracePeriodSeconds=%ds",
-		pod.Namespace, pod.Name, pod.UID, pod.Spec.NodeName, len(pod.Spec.Containers), *pod.Spec.TerminationGracePeriodSeconds)
-	if err := labpod.Start(ctx, m, rt.CRI, pod, out.Printf); err != nil {
-		return nil, err
-	}
-	running, _, err := labpod.RunningPod(ctx, rt.CRI, pod)
+	// An error or Ctrl-C on the way: leave nothing behind. A run to the
+	// end has nothing left to clean: the garbage collector removed it.
+	defer func() { s.End(!finished) }()
+	client, c, m, pod, out := s.Client, s.RT.CRI, s.M, s.Pod, s.Out
+	rep := &report{ExitCodes: map[string]int32{}}
+	out.Printf("%d containers, spec.terminationGracePeriodSeconds=%ds", len(pod.Spec.Containers), *pod.Spec.TerminationGracePeriodSeconds)
+
+	running, _, err := labpod.RunningPod(ctx, c, pod)
 	if err != nil {
 		return nil, err
 	}
 	sandboxID := running.Sandboxes[0].ID.ID
-	before, err := showSandbox(ctx, rt.CRI, sandboxID, "", out)
+	before, err := showSandbox(ctx, c, sandboxID, "", out)
 	if err != nil {
 		return nil, err
 	}
 	rep.NetnsBefore = before
 
-	// 3. The delete. Without --grace-period the apiserver takes the
+	// The delete. Without --grace-period the apiserver takes the
 	// spec's; the pod object now waits for its kubelet.
 	out.Printf("\n1. DELETE pods/%s   (kubectl delete pod %s: no --grace-period, so the spec's)", pod.Name, pod.Name)
 	if err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
@@ -166,7 +115,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	}
 	out.Printf("   metadata.deletionGracePeriodSeconds=%ds, deletionTimestamp=%s", *pod.DeletionGracePeriodSeconds, pod.DeletionTimestamp.UTC().Format(time.RFC3339))
 
-	// 4. KillPod: what the kubelet's SyncTerminatingPod calls with the pod
+	// KillPod: what the kubelet's SyncTerminatingPod calls with the pod
 	// and what still runs of it.
 	n := len(running.Containers)
 	out.Printf("\n2. KillPod: the %d containers at once, then the sandbox", n)
@@ -187,23 +136,23 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	}
 	out.Printf("   KillPod took %.3fs: %d grace periods of %ds side by side (one after another: %ds)",
 		rep.KillTook.Seconds(), n, *pod.DeletionGracePeriodSeconds, int64(n)**pod.DeletionGracePeriodSeconds)
-	if _, err := showSandbox(ctx, rt.CRI, sandboxID, before, out); err != nil {
+	if _, err := showSandbox(ctx, c, sandboxID, before, out); err != nil {
 		return nil, err
 	}
-	st, err := rt.CRI.PodStatus(ctx, sandboxID)
+	st, err := c.PodStatus(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
 	rep.SandboxAfter = st.State
 	rep.NetnsGoneAfter = before != "" && !exists(before)
 
-	// 5. Nothing was removed.
+	// Nothing was removed.
 	out.Printf("\n3. Nothing was removed: KillPod stops, the garbage collector removes")
-	if err := showRuntime(ctx, rt.CRI, pod, rep, out); err != nil {
+	if err := showRuntime(ctx, c, pod, rep, out); err != nil {
 		return nil, err
 	}
 
-	// 6. The garbage collector, while the pod object still exists.
+	// The garbage collector, while the pod object still exists.
 	gone := func(uid types.UID) bool {
 		if uid != pod.UID {
 			return true // an older kill-demo of an interrupted run: its object is long gone
@@ -224,7 +173,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	}
 	out.Printf("   removed %s: the newest dead instance of each container stays (kubectl logs --previous reads it), and the pod's newest sandbox", count(rep.GCWhileDeleting))
 
-	// 7. The final delete, then the garbage collector again.
+	// The final delete, then the garbage collector again.
 	out.Printf("\n5. DELETE pods/%s gracePeriodSeconds=0 (uid precondition): what the status manager sends once nothing of the pod runs", pod.Name)
 	if err := labpod.Remove(ctx, client, pod); err != nil {
 		return nil, err
@@ -235,7 +184,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 		return nil, err
 	}
 	out.Printf("   removed %s", count(rep.GCAfterGone))
-	if err := showRuntime(ctx, rt.CRI, pod, rep, out); err != nil {
+	if err := showRuntime(ctx, c, pod, rep, out); err != nil {
 		return nil, err
 	}
 	finished = true

@@ -14,32 +14,12 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/internal/labpod"
-	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri/critest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// optionsFor runs the lab on one runtime of the shared table: the mock in
-// the lab's own process, or a containerd. The state folder is a short
-// temporary one (the mock's socket path must stay under 108 bytes), set
-// after containerd was found in the real one.
-func optionsFor(t *testing.T, rc critest.Case) options {
-	o := options{kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(), runtime: labpod.Mock,
-		nodeName: "lab-node-16", podLogsDir: t.TempDir()}
-	if rc.Name != "fakecri" {
-		rt := rc.Setup(t)
-		o.runtime, o.endpoint, o.image = labpod.Containerd, rt.Endpoint, rt.BusyboxImage
-	}
-	dir, err := os.MkdirTemp("", "lab16-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Setenv(state.EnvVar, dir)
-	return o
-}
 
 // TestLab: what the README shows, on each runtime. Three containers that
 // ignore SIGTERM, grace 3 s: KillPod takes about 3 s (not 9), one
@@ -51,7 +31,7 @@ func TestLab(t *testing.T) {
 	admin := testenv.AdminClient(t)
 	for _, rc := range critest.Cases() {
 		t.Run(rc.Name, func(t *testing.T) {
-			o := optionsFor(t, rc)
+			o := options{labpodtest.Options(t, rc, "lab-node-16")}
 			ignore := goleak.IgnoreCurrent()
 			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -108,10 +88,7 @@ func TestLab(t *testing.T) {
 			if _, err := admin.CoreV1().Pods("default").Get(ctx, "kill-demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("pod kill-demo still exists after the lab: %v", err)
 			}
-			goleak.VerifyNone(t, ignore,
-				goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-				goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-				goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+			labpodtest.NoLeaks(t, ignore)
 		})
 	}
 }
@@ -120,7 +97,7 @@ func TestLab(t *testing.T) {
 // leaves neither the pod object nor anything in the runtime.
 func TestLabInterrupted(t *testing.T) {
 	admin := testenv.AdminClient(t)
-	o := optionsFor(t, critest.Case{Name: "fakecri"})
+	o := options{labpodtest.Mock(t, "lab-node-16")}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out testenv.SyncBuffer
 	done := make(chan error, 1)
@@ -144,21 +121,21 @@ func TestLabInterrupted(t *testing.T) {
 
 // Bad input fails in one clear line, before anything is created.
 func TestLabBadInput(t *testing.T) {
-	o := optionsFor(t, critest.Case{Name: "fakecri"})
+	o := options{labpodtest.Mock(t, "lab-node-16")}
 	for _, tc := range []struct {
 		name string
 		edit func(*options)
 		want string
 	}{
-		{"bad node name", func(o *options) { o.nodeName = "../x" }, "is not a valid Node name"},
-		{"unknown runtime", func(o *options) { o.runtime = "cri-o" }, `--runtime "cri-o": want mock or containerd`},
+		{"bad node name", func(o *options) { o.NodeName = "../x" }, "is not a valid Node name"},
+		{"unknown runtime", func(o *options) { o.Runtime = "cri-o" }, `--runtime "cri-o": want mock or containerd`},
 		{"no containerd", func(o *options) {
-			o.runtime, o.endpoint = labpod.Containerd, "unix://"+t.TempDir()+"/none.sock"
+			o.Runtime, o.Endpoint = labpod.Containerd, "unix://"+t.TempDir()+"/none.sock"
 		}, "not reachable"},
 		{"not a pod", func(o *options) {
 			p := t.TempDir() + "/svc.yaml"
 			_ = os.WriteFile(p, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: x}\n"), 0o600)
-			o.podFile = p
+			o.PodFile = p
 		}, "not a Pod"},
 	} {
 		oo := o
