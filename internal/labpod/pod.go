@@ -80,8 +80,9 @@ func Create(ctx context.Context, c kubernetes.Interface, pod *v1.Pod, log func(s
 
 // Remove deletes pod for good: grace period 0 with its UID as a
 // precondition — what the kubelet's status manager sends once nothing of
-// the pod runs any more (status_manager.go, canBeDeleted), and only for the
-// pod it ran, never a new one of the same name. It waits until it is gone.
+// the pod runs any more (status/status_manager.go:1209-1216, after
+// canBeDeleted), and only for the pod it ran, never a new one of the same
+// name. It waits until it is gone.
 func Remove(ctx context.Context, c kubernetes.Interface, pod *v1.Pod) error {
 	zero := int64(0)
 	err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{

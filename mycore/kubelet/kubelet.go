@@ -33,6 +33,7 @@ const (
 	DefaultBackOffInitial     = 10 * time.Second  // crashLoopBackOff initial
 	DefaultBackOffMax         = 300 * time.Second // MaxContainerBackOff
 	plegChannelCapacity       = 1000              // plegChannelCapacity
+	DefaultGCPeriod           = time.Minute       // ContainerGCPeriod
 )
 
 // NodeLabel is put on every sandbox and container a node creates, and the
@@ -57,6 +58,9 @@ type Options struct {
 	RelistPeriod, HousekeepingPeriod time.Duration
 	BackOffInitial, BackOffMax       time.Duration
 	ResyncInterval, StatusSyncPeriod time.Duration
+	// GCPeriod: how often dead containers and sandboxes of pods that are
+	// over are removed (the kubelet's ContainerGCPeriod, 1 min).
+	GCPeriod time.Duration
 	// Log gets one line per step (config ops, PLEG events, workers, CRI
 	// calls, status posts); nil is silent.
 	Log func(format string, args ...any)
@@ -78,6 +82,12 @@ type Kubelet struct {
 	reasons  *reasonCache
 	finished chan types.UID
 	ran      bool
+
+	// Owned by the sync loop: the pod source delivered its first list
+	// (nothing that looks gone may be collected before), and when the
+	// last garbage collection ran.
+	sourcesReady bool
+	lastGC       time.Time
 }
 
 // New builds a Kubelet; nothing runs until Run.
@@ -94,6 +104,7 @@ func New(o Options) (*Kubelet, error) {
 	def(&o.HousekeepingPeriod, DefaultHousekeepingPeriod)
 	def(&o.BackOffInitial, DefaultBackOffInitial)
 	def(&o.BackOffMax, DefaultBackOffMax)
+	def(&o.GCPeriod, DefaultGCPeriod)
 	k := &Kubelet{
 		o:        o,
 		log:      o.Log,

@@ -28,6 +28,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpda
 			if !ok {
 				return
 			}
+			k.sourcesReady = true // the informer's first list arrives as one ADD, even empty
 			for _, p := range u.Pods {
 				k.log("config  %-9s %s", podconfig.OpName(u.Op), podName(p))
 			}

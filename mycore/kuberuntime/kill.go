@@ -85,20 +85,20 @@ func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 	return r
 }
 
-// killContainer is killContainer (kuberuntime_container.go:861-923):
+// killContainer is killContainer (kuberuntime_container.go:861-926):
 //
 //  1. the grace period (GracePeriod);
 //  2. the preStop hook, if any and if there is time: it runs inside the
 //     grace period, so its duration (whole seconds, as upstream) is
-//     subtracted (:892-895);
-//  3. with sidecars, wait for this container's turn (:897-902);
-//  4. clamp to the 2 s minimum (:904-907);
+//     subtracted (:893-896);
+//  3. with sidecars, wait for this container's turn (:899-903);
+//  4. clamp to the 2 s minimum (:905-907);
 //  5. CRI StopContainer(id, timeout=grace). The runtime sends the stop
 //     signal, waits up to the timeout, then SIGKILLs: the kubelet itself
 //     never sends a signal. cri-client bounds the call by its request
 //     timeout plus the grace (remote_runtime.go:443-452), so a SIGKILL at
 //     the end of the grace still has time to be reported;
-//  6. NotFound is success: the container is already gone (:911).
+//  6. NotFound is success: the container is already gone (:912-913).
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, override *int64, ordering *terminationOrdering) error {
 	var spec *v1.Container
 	if pod != nil {

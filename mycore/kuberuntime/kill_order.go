@@ -65,7 +65,7 @@ func newTerminationOrdering(pod *v1.Pod, running []string) *terminationOrdering 
 	return o
 }
 
-// waitForTurn is waitForTurn (:97-117): block until every prerequisite
+// waitForTurn is waitForTurn (:99-118): block until every prerequisite
 // has stopped or the grace period is over; return how long it waited.
 func (o *terminationOrdering) waitForTurn(name string, grace int64) time.Duration {
 	if grace <= 0 {
@@ -84,7 +84,7 @@ func (o *terminationOrdering) waitForTurn(name string, grace int64) time.Duratio
 	return time.Since(start)
 }
 
-// containerTerminated is containerTerminated (:120-128).
+// containerTerminated is containerTerminated (:121-128).
 func (o *terminationOrdering) containerTerminated(name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -44,7 +44,7 @@ type killEnv struct {
 	lines  []string // what the manager logged
 }
 
-func newKillEnv(t *testing.T, rc critest.Case) *killEnv {
+func newKillEnv(t testing.TB, rc critest.Case) *killEnv {
 	t.Helper()
 	e := &killEnv{rt: rc.Setup(t), logDir: t.TempDir()}
 	e.cri = critest.Dial(t, e.rt)
@@ -86,7 +86,7 @@ func killPod(name string, grace int64, containers ...v1.Container) *v1.Pod {
 // start runs pod's sandbox, then its sidecars and containers, the way our
 // runtime manager starts them, and waits until each printed "ready". The
 // pod is removed from the runtime when the test ends, whatever happened.
-func (e *killEnv) start(t *testing.T, pod *v1.Pod) (sandboxID string, ids map[string]string) {
+func (e *killEnv) start(t testing.TB, pod *v1.Pod) (sandboxID string, ids map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -117,7 +117,7 @@ func (e *killEnv) start(t *testing.T, pod *v1.Pod) (sandboxID string, ids map[st
 	return sandboxID, ids
 }
 
-func (e *killEnv) waitLog(t *testing.T, id, text, name string) {
+func (e *killEnv) waitLog(t testing.TB, id, text, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -138,7 +138,7 @@ func (e *killEnv) waitLog(t *testing.T, id, text, name string) {
 
 // removeAll deletes every sandbox and container of the pod with grace 0:
 // the cleanup a test needs whether or not its own kill and GC worked.
-func (e *killEnv) removeAll(t *testing.T, uid types.UID) {
+func (e *killEnv) removeAll(t testing.TB, uid types.UID) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sel := map[string]string{"io.kubernetes.pod.uid": string(uid)}
@@ -156,7 +156,7 @@ func (e *killEnv) removeAll(t *testing.T, uid types.UID) {
 
 // runningPod is what the kubelet's killPod passes: the pod status
 // converted to what still runs (kubecontainer.ConvertPodStatusToRunningPod).
-func (e *killEnv) runningPod(t *testing.T, uid types.UID) kubecontainer.Pod {
+func (e *killEnv) runningPod(t testing.TB, uid types.UID) kubecontainer.Pod {
 	t.Helper()
 	ctx := context.Background()
 	r := runtime.New(e.cri)
@@ -171,7 +171,7 @@ func (e *killEnv) runningPod(t *testing.T, uid types.UID) kubecontainer.Pod {
 	return kubecontainer.ConvertPodStatusToRunningPod(r.Type(), st)
 }
 
-func (e *killEnv) status(t *testing.T, id string) *runtimeapi.ContainerStatus {
+func (e *killEnv) status(t testing.TB, id string) *runtimeapi.ContainerStatus {
 	t.Helper()
 	st, err := e.cri.ContainerStatus(context.Background(), id)
 	if err != nil {
