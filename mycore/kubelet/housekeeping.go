@@ -2,10 +2,13 @@ package kubelet
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/mycore/kuberuntime"
 )
 
 // handlePodCleanups is HandlePodCleanups (kubelet_pods.go:1205), run every
@@ -40,10 +43,42 @@ func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 		}
 	}
 
+	k.collectGarbage(ctx)
 	k.status.RemoveOrphanedStatuses(wanted)
 	for uid := range k.reasons.uids() {
 		if !wanted[uid] {
 			k.reasons.forget(uid)
 		}
+	}
+}
+
+// collectGarbage is the kubelet's container GC (kubelet.go:1573, every
+// ContainerGCPeriod): dead containers and sandboxes of pods that are over
+// go, one dead instance per container of a living pod stays (the one
+// `kubectl logs --previous` reads). Nothing is collected before the pod
+// source delivered its first list: until then every pod looks gone.
+func (k *Kubelet) collectGarbage(ctx context.Context) {
+	if !k.sourcesReady || time.Since(k.lastGC) < k.o.GCPeriod {
+		return
+	}
+	k.lastGC = time.Now()
+	gone := kuberuntime.PodsGone(func(uid types.UID) bool {
+		if _, ok := k.pods.GetPodByUID(uid); ok {
+			return false
+		}
+		// Its worker finished (or, after SyncKnownPods, it has none):
+		// nothing will run or read it again.
+		return k.workers.ShouldPodBeFinished(uid)
+	})
+	res, err := k.manager.GarbageCollect(ctx, kuberuntime.GCOptions{
+		Policy: kuberuntime.DefaultGCPolicy, Pods: gone, AllSourcesReady: true,
+		// only what this node made: the runtime may be shared (NodeLabel)
+		Selector: map[string]string{NodeLabel: k.o.NodeName},
+	})
+	if n := len(res.Containers) + len(res.Sandboxes); n > 0 {
+		k.log("gc      removed %d container(s), %d sandbox(es), %d log folder(s) of pods that are over", len(res.Containers), len(res.Sandboxes), len(res.LogDirs))
+	}
+	if err != nil {
+		k.log("gc      %v", err)
 	}
 }

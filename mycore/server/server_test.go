@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // The container commands work on the mock and on busybox alike.
 var (
 	ticker  = ctr("main", "sh", "-c", "echo started; while true; do echo tick; sleep 1; done")
-	httpd   = ctr("web", "sh", "-c", "echo '<p>hello from the pod</p>' > /tmp/index.html; httpd -f -p 7000 -h /tmp")
+	httpd   = ctr("web", "httpd", "-f", "-p", "7000", "-h", "/etc")
 	sleeper = ctr("idle", "sh", "-c", "while true; do sleep 1; done")
 )
 
@@ -189,8 +189,13 @@ func testPortForward(t *testing.T, n *testNode, pod string) {
 			t.Fatalf("kubectl port-forward printed no local port")
 		}
 		go func() { _, _ = io.Copy(io.Discard, out) }()
-		request := "GET /index.html HTTP/1.0\r\n\r\n"
+		request := "GET /hostname HTTP/1.0\r\n\r\n"
 		var got string
+		defer func() {
+			if t.Failed() {
+				t.Logf("last answer through the forwarded port: %q", got)
+			}
+		}()
 		poll(t, "an answer through the forwarded port", 30*time.Second, func() bool {
 			c, err := net.DialTimeout("tcp", "127.0.0.1:"+local, 5*time.Second)
 			if err != nil {
@@ -211,7 +216,7 @@ func testPortForward(t *testing.T, n *testNode, pod string) {
 			}
 			b, _ := io.ReadAll(c) // httpd answers and closes
 			got = string(b)
-			return strings.Contains(got, "hello from the pod")
+			return strings.HasPrefix(got, "HTTP/1.1 200 OK") && strings.HasSuffix(got, "\r\n\r\n"+pod+"\n")
 		})
 		t.Logf("through the forwarded port: %q", got)
 	})

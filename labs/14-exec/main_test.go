@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/cri/critest"
+	"kubelet-labs/mycore/server"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func defaults(kubeconfig, nodeName, runtime string) options {
+	return options{kubeconfig: kubeconfig, nodeName: nodeName, runtime: runtime, address: "127.0.0.1", port: 0,
+		websockets: true, denyTTL: time.Second, timeout: time.Minute}
+}
+
+// startLab runs the lab in-process with a private state folder; stop ends
+// it and waits for run to return.
+func startLab(t *testing.T, o options) (l *lab, out *testenv.SyncBuffer, stop func()) {
+	t.Helper()
+	testenv.ControlPlane(t)
+	kubectlBin(t) // found before the state folder moves
+	t.Setenv(state.EnvVar, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &testenv.SyncBuffer{}
+	ready := make(chan *lab, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, o, out, func(l *lab) { ready <- l }) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("lab output:\n%s", out)
+		}
+	})
+	select {
+	case l = <-ready:
+		return l, out, stop
+	case err := <-errc:
+		errc <- err
+		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("not ready after 3m:\n%s", out)
+	}
+	return nil, nil, nil
+}
+
+// TestKubectlIntoOurNode is the README's walk-through, on the mock and on
+// containerd: the pod of shell.yaml, then kubectl exec, logs -f and
+// port-forward through the real apiserver into our server, then the
+// refusals at the node server's door.
+func TestKubectlIntoOurNode(t *testing.T) {
+	for _, rc := range critest.Cases() {
+		t.Run(rc.Name, func(t *testing.T) {
+			runtime, endpoint := "mock", ""
+			if rc.Name == "containerd" {
+				// Skips, or fails in CI, without containerd; found before
+				// the test's state folder replaces the course's.
+				endpoint = rc.Setup(t).Endpoint
+				runtime = "containerd"
+			}
+			walkThrough(t, "t14-"+runtime, runtime, endpoint)
+		})
+	}
+}
+
+func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
+	cp := testenv.ControlPlane(t)
+	admin := testenv.AdminClient(t)
+	before := goleak.IgnoreCurrent()
+	o := defaults(cp.AdminKubeconfig(), nodeName, runtime)
+	o.endpoint = endpoint
+	l, out, stop := startLab(t, o)
+	pod := shellPod(t, admin, nodeName)
+	waitReady(t, admin, pod)
+
+	t.Run("exec", func(t *testing.T) {
+		if got, errOut, code := kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); got != "hi\n" || code != 0 {
+			t.Errorf("kubectl exec shell -- echo hi: %q, exit %d, %q", got, code, errOut)
+		}
+		if _, errOut, code := kubectl(t, "", "exec", pod.Name, "--", "sh", "-c", "exit 3"); code != 3 {
+			t.Errorf("kubectl exec shell -- sh -c 'exit 3': exit %d (%q), want 3", code, errOut)
+		}
+		if got, errOut, code := kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
+			t.Errorf("echo hello | kubectl exec -i shell -- cat: %q, exit %d, %q", got, code, errOut)
+		}
+		if !strings.Contains(out.String(), "server   GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
+			t.Errorf("the lab did not print the exec request as it reached the node server")
+		}
+	})
+	t.Run("logs -f", func(t *testing.T) {
+		cmd := kubectlCmd(t, "logs", "-f", pod.Name)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		lines := readLines(t, stdout, 3, 30*time.Second)
+		if lines[0] != "started" || lines[1] != "tick" || lines[2] != "tick" {
+			t.Errorf("kubectl logs -f shell: %q, want started, tick, tick", lines)
+		}
+	})
+	t.Run("port-forward", func(t *testing.T) {
+		body := portForward(t, pod.Name, "/hostname")
+		want := "hello from the mock CRI: port 8080 of sandbox"
+		if runtime == "containerd" {
+			want = "shell\n" // /etc/hostname, served by the pod's busybox httpd
+		}
+		if !strings.Contains(body, want) {
+			t.Errorf("curl localhost:PORT/hostname through kubectl port-forward: %q, want %q", body, want)
+		}
+	})
+	t.Run("at the node server's door", func(t *testing.T) {
+		refusals(t, l, admin)
+	})
+
+	// The lab ends; nothing of it keeps running in this process.
+	zero := int64(0)
+	_ = admin.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	stop()
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+// refusals knocks on the node server with the files the lab printed, as
+// the README's curl commands do.
+func refusals(t *testing.T, l *lab, admin kubernetes.Interface) {
+	port := l.server.Port()
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	ca, err := os.ReadFile(l.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(ca, nil, base+"/pods"); err == nil || !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("no client certificate: %v, want the handshake refused (certificate required)", err)
+	}
+	visitor, err := tls.LoadX509KeyPair(l.visitor.cert, l.visitor.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(l.visitor.key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v, want mode 0600", l.visitor.key, fi.Mode(), err)
+	}
+	code, body, err := get(ca, &visitor, base+"/pods")
+	if want := "Forbidden (user=lab-14-visitor, verb=get, resource=nodes, subresource(s)=[pods proxy])"; err != nil || code != 403 || strings.TrimSpace(body) != want {
+		t.Errorf("the visitor, before any RBAC: %d %q (%v), want 403 %q", code, body, err, want)
+	}
+
+	// The README's grant; the denial is cached for the unauthorized TTL.
+	ctx := context.Background()
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lab-14-visitor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: VisitorUser}}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{}) })
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body, err = get(ca, &visitor, base+"/pods")
+		return err == nil && code == 200, nil
+	})
+	if err != nil || !strings.Contains(body, `"name":"shell"`) {
+		t.Errorf("the visitor after the grant: %d %.200q", code, body)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/containerLogs/default/nosuch/shell", "pod default/nosuch is not on node " + l.node.Node.Name},
+		{"/containerLogs/default/shell/nosuch", `container "nosuch" is not in pod default/shell (its containers: shell, web)`},
+	} {
+		code, body, err := get(ca, &visitor, base+c.path)
+		if err != nil || code != 404 || strings.TrimSpace(body) != c.want {
+			t.Errorf("GET %s: %d %q (%v), want 404 %q", c.path, code, body, err, c.want)
+		}
+	}
+}
+
+// TestBadInputIsAClearError: one line, before anything is registered.
+func TestBadInputIsAClearError(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	taken, err := server.Listen("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct {
+		change func(*options)
+		want   string
+	}{
+		{func(o *options) { o.port = port }, fmt.Sprintf("127.0.0.1:%d is already in use", port)},
+		{func(o *options) { o.runtime = "docker" }, `--runtime "docker": want mock`},
+		{func(o *options) { o.nodeIP = "10.1.2.3" }, "--node-ip 10.1.2.3 but --address 127.0.0.1"},
+		{func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
+		{func(o *options) { o.nodeName = "Bad_Name" }, "Bad_Name"},
+	} {
+		t.Setenv(state.EnvVar, t.TempDir())
+		o := defaults(cp.AdminKubeconfig(), "t14-bad", "mock")
+		c.change(&o)
+		err := run(context.Background(), o, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run with bad input: %v, want an error with %q", err, c.want)
+		}
+	}
+	if _, err := testenv.AdminClient(t).CoreV1().Nodes().Get(context.Background(), "t14-bad", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("bad input still registered node t14-bad (%v)", err)
+	}
+}
+
+// shellPod creates shell.yaml's pod, bound to nodeName.
+func shellPod(t *testing.T, admin kubernetes.Interface, nodeName string) *v1.Pod {
+	t.Helper()
+	data, err := os.ReadFile("shell.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := obj.(*v1.Pod)
+	pod.Spec.NodeName = nodeName
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "serviceaccount") {
+			return false, nil // the default ServiceAccount comes a moment after the namespace
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = admin.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	return pod
+}
+
+func waitReady(t *testing.T, admin kubernetes.Interface, pod *v1.Pod) {
+	t.Helper()
+	var last *v1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := admin.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s not Ready: %+v", pod.Name, last.Status)
+	}
+}
+
+// portForward runs kubectl port-forward to port 8080 of the pod and GETs
+// path through it, as `curl -s localhost:8080/hostname` does.
+func portForward(t *testing.T, pod, path string) string {
+	t.Helper()
+	cmd := kubectlCmd(t, "port-forward", "pod/"+pod, ":8080")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	local := ""
+	for local == "" && sc.Scan() {
+		if m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`).FindStringSubmatch(sc.Text()); m != nil {
+			local = m[1]
+		}
+	}
+	if local == "" {
+		t.Fatal("kubectl port-forward printed no local port")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://127.0.0.1:" + local + path)
+	if err != nil {
+		t.Fatalf("GET through the forwarded port: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// get is the README's curl: the cluster CA to trust the node, and an
+// optional client certificate.
+func get(ca []byte, cert *tls.Certificate, url string) (int, string, error) {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	cfg := &tls.Config{RootCAs: roots}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+var (
+	kubectlOnce sync.Once
+	kubectlPath string
+)
+
+// kubectlBin is the kubectl built with the control plane.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	kubectlOnce.Do(func() {
+		_, bin := testenv.Binaries(t)
+		kubectlPath = filepath.Join(bin, "kubectl")
+	})
+	return kubectlPath
+}
+
+func kubectlCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cp := testenv.ControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, kubectlBin(t), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig())
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// kubectl runs kubectl as the admin and returns its output and exit code.
+func kubectl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := kubectlCmd(t, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// readLines reads n lines from r within timeout.
+func readLines(t *testing.T, r io.Reader, n int, timeout time.Duration) []string {
+	t.Helper()
+	got := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(r)
+		for len(lines) < n && sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		got <- lines
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	select {
+	case lines := <-got:
+		if len(lines) < n {
+			t.Fatalf("only %d lines: %q", len(lines), lines)
+		}
+		return lines
+	case <-time.After(timeout):
+		t.Fatalf("no %d lines within %s", n, timeout)
+	}
+	return nil
+}
