@@ -3,6 +3,7 @@ package labpod
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 
 	v1 "k8s.io/api/core/v1"
@@ -90,7 +91,12 @@ func Begin(ctx context.Context, o Options, lab string, manifest []byte, w io.Wri
 		s.End(false)
 		return nil, err
 	}
-	s.Out.Printf("pod %s/%s created (uid %s), bound to %s", s.Pod.Namespace, s.Pod.Name, s.Pod.UID, s.Pod.Spec.NodeName)
+	grace := "unset"
+	if g := s.Pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = fmt.Sprintf("%ds", *g)
+	}
+	s.Out.Printf("pod %s/%s created (uid %s), bound to %s: %d containers, spec.terminationGracePeriodSeconds=%s",
+		s.Pod.Namespace, s.Pod.Name, s.Pod.UID, s.Pod.Spec.NodeName, len(s.Pod.Spec.Containers), grace)
 	if err := Start(ctx, s.M, s.RT.CRI, s.Pod, s.Out.Printf); err != nil {
 		s.End(true)
 		return nil, err

@@ -99,7 +99,6 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	// kubelet's status manager does once nothing of the pod runs.
 	defer s.End(true)
 	m, c, pod, out := s.M, s.RT.CRI, s.Pod, s.Out
-	out.Printf("spec.terminationGracePeriodSeconds=%s", seconds(pod.Spec.TerminationGracePeriodSeconds))
 	rep := &report{Runtime: s.RT.Version}
 
 	// Part 1: the pod's own grace period — the stop a failed liveness
@@ -132,6 +131,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	if rep.Parts[1], err = stopContainers(ctx, m, c, deleted, out); err != nil {
 		return nil, err
 	}
+	out.Printf("\n3. Nothing runs any more: the sandbox and the containers leave the runtime (lab 16: the kubelet's garbage\n   collector does that), and the pod object is deleted for good (the kubelet's status manager does that)")
 	return rep, nil
 }
 

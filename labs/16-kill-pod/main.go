@@ -91,7 +91,6 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	defer func() { s.End(!finished) }()
 	client, c, m, pod, out := s.Client, s.RT.CRI, s.M, s.Pod, s.Out
 	rep := &report{ExitCodes: map[string]int32{}}
-	out.Printf("%d containers, spec.terminationGracePeriodSeconds=%ds", len(pod.Spec.Containers), *pod.Spec.TerminationGracePeriodSeconds)
 
 	running, _, err := labpod.RunningPod(ctx, c, pod)
 	if err != nil {
