@@ -12,6 +12,8 @@ type Manager struct {
 	podLogsDir string
 	labels     map[string]string
 	log        func(format string, args ...any)
+	// liveness and startup are the prober's results (Options).
+	liveness, startup ProbeResults
 }
 
 // Options configure a Manager.
@@ -26,11 +28,16 @@ type Options struct {
 	Labels map[string]string
 	// Log, if set, gets one line per CRI call that changes something.
 	Log func(format string, args ...any)
+	// Liveness and Startup are the prober's results: a container whose
+	// probe says Failure is killed by the next SyncPod
+	// (NewKubeGenericRuntimeManager takes the kubelet's livenessManager and
+	// startupManager the same way). nil: no probes.
+	Liveness, Startup ProbeResults
 }
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, labels: o.Labels, log: o.Log}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, labels: o.Labels, log: o.Log, liveness: o.Liveness, startup: o.Startup}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

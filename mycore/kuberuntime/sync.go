@@ -3,61 +3,75 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/klog/v2"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
-	runtimeutil "k8s.io/kubernetes/pkg/kubelet/kuberuntime/util"
 )
 
-// SyncPod makes the runtime match the pod, the shape of the runtime
-// manager's SyncPod (kuberuntime_manager.go:1450): decide, then act.
+// SyncPod makes the runtime match the pod, the runtime manager's SyncPod
+// (kuberuntime_manager.go:1450-1855): decide everything first
+// (ComputePodActions), then act, in this order:
 //
-//  1. No ready sandbox (or a stale one): a new sandbox, attempt+1, and every
-//     container starts again in it (computePodActions :1179-1260). A pod
-//     whose containers all ran and must not restart gets no new sandbox.
-//  2. Otherwise each container that is not running starts if the restart
-//     policy says so (kubecontainer.ShouldContainerBeRestarted) and its
-//     crash-loop back-off has passed (doBackOff :1908).
-//  3. Nothing left running and nothing to start: the sandbox is stopped.
+//  1. compute the actions;
+//  2. kill the whole pod if the sandbox must be replaced or nothing is
+//     left to run — else kill only the containers that must go (spec
+//     changed, liveness or startup probe failed, state unknown);
+//  3. create a new sandbox if needed (the pod gets a new IP);
+//  4. start the next init container(s), stopping at the first that fails
+//     to start;
+//  5. start the regular containers, each only once its crash-loop
+//     back-off has passed (doBackOff).
 //
-// This is the part of computePodActions a node without probes needs; the
-// rest (spec hash changes, liveness and startup failures, init containers)
-// is the next step of the course. node fills the downward-API fields of
-// the containers' env. backOff is the kubelet's crashLoopBackOff (10 s
-// doubling to 5 min; kubelet.go:1068).
+// Left out from upstream: ephemeral containers, in-place resize, image
+// volumes, dynamic resources, RestartAllContainers. node fills the
+// downward-API fields of the containers' env. backOff is the kubelet's
+// crashLoopBackOff (10 s doubling to 5 min; kubelet.go:1068); nil starts
+// without back-off.
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, node PodIPs, backOff *flowcontrol.Backoff) (result kubecontainer.PodSyncResult) {
-	createSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
-	toStart := []int{}
-	if createSandbox {
-		if !restartOnFailure(pod) && attempt != 0 && len(podStatus.ContainerStatuses) != 0 {
-			// restartPolicy Never and the pod ran: it is over, never a new sandbox (:1203).
-			result.AddPodSyncResult(m.stopPod(ctx, pod, podStatus))
+	// Step 1: what to do.
+	actions := m.ComputePodActions(pod, podStatus)
+	m.log("computePodActions %s/%s: %s", pod.Namespace, pod.Name, actions.Describe(pod))
+
+	// Step 2: kill (:1467-1520).
+	if actions.KillPod {
+		running := kubecontainer.ConvertPodStatusToRunningPod(runtimeName(podStatus), podStatus)
+		kill := m.KillPodWithSyncResult(ctx, pod, running, nil)
+		result.AddPodSyncResult(kill)
+		if kill.Error() != nil {
 			return result
 		}
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(c, podStatus) {
-				continue
+		if actions.CreateSandbox {
+			// A new sandbox runs every init container again (:1481).
+			m.purgeInitContainers(ctx, pod, podStatus)
+		}
+	} else {
+		for _, id := range actions.killOrder() {
+			k := actions.ContainersToKill[id]
+			m.log("  kill %s: %s", k.Name, k.Message)
+			r := m.KillContainer(ctx, pod, id, k.Name, k.Reason, nil)
+			result.AddSyncResult(r)
+			if r.Error != nil {
+				return result
 			}
-			toStart = append(toStart, i)
 		}
-		if len(toStart) == 0 && kubekr.HasAnyRegularContainerCreated(pod, podStatus) {
-			result.AddPodSyncResult(m.stopPod(ctx, pod, podStatus))
-			return result
-		}
-		// Whatever still runs of the old sandbox goes first (KillPod in SyncPod step 2).
-		if r := m.stopPod(ctx, pod, podStatus); r.Error() != nil {
-			result.AddPodSyncResult(r)
-			return result
-		}
+	}
+	m.pruneInitContainersBeforeStart(ctx, pod, podStatus)
+	if !actions.CreateSandbox && len(actions.InitContainersToStart)+len(actions.ContainersToStart) == 0 {
+		return result
+	}
+
+	// Step 3: a sandbox (:1538-1640). The containers' env gets the IPs of
+	// the sandbox they will run in: the new one's, not the pod cache's.
+	node.PodIPs = podStatus.IPs
+	sandboxID := actions.SandboxID
+	if actions.CreateSandbox {
 		r := kubecontainer.NewSyncResult(kubecontainer.CreatePodSandbox, string(pod.UID))
 		result.AddSyncResult(r)
-		id, err := m.CreateSandbox(ctx, pod, attempt)
+		id, err := m.CreateSandbox(ctx, pod, actions.Attempt)
 		if err != nil {
 			r.Fail(kubecontainer.ErrCreatePodSandbox, err.Error())
 			return result
@@ -65,43 +79,42 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		sandboxID = id
 		st, err := m.cri.PodStatus(ctx, id)
 		if err != nil {
-			r.Fail(kubecontainer.ErrCreatePodSandbox, err.Error())
+			result.Fail(fmt.Errorf("PodSandboxStatus %s: %w", short(id), err))
 			return result
 		}
-		node.PodIPs = sandboxIPs(st)
-	} else {
-		node.PodIPs = podStatus.IPs
-		running := 0
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			st := podStatus.FindContainerStatusByName(c.Name)
-			if st != nil && st.State == kubecontainer.ContainerStateRunning {
-				running++
-				continue
-			}
-			if kubecontainer.ShouldContainerBeRestarted(klog.Background(), c, pod, podStatus) {
-				toStart = append(toStart, i)
-			}
-		}
-		if running == 0 && len(toStart) == 0 {
-			// every container is done and none restarts (:1390): release the sandbox
-			result.AddPodSyncResult(m.stopPod(ctx, pod, podStatus))
-			return result
+		if !kubecontainer.IsHostNetworkPod(pod) {
+			node.PodIPs = sandboxIPs(st)
 		}
 	}
+	sandboxCfg := m.SandboxConfig(pod, actions.Attempt)
 
-	sandboxCfg := m.SandboxConfig(pod, attempt)
-	for _, i := range toStart {
-		c := &pod.Spec.Containers[i]
+	// start is the helper of :1667-1725: back-off first, then start.
+	start := func(c *v1.Container) error {
 		r := kubecontainer.NewSyncResult(kubecontainer.StartContainer, c.Name)
 		result.AddSyncResult(r)
 		if wait, msg := doBackOff(pod, c, podStatus, backOff); wait != nil {
+			m.log("  %s", msg)
 			r.Fail(wait, msg)
-			continue
+			return wait
 		}
 		if _, err := m.StartContainer(ctx, sandboxID, sandboxCfg, pod, c, podStatus, node); err != nil {
 			r.Fail(kubecontainer.ErrRunContainer, err.Error())
+			return err
 		}
+		return nil
+	}
+
+	// Step 4: init containers, in order; a regular one that fails to start
+	// stops the sync (the next sync tries again), a sidecar does not (:1735-1750).
+	for _, i := range actions.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		if err := start(c); err != nil && !podutil.IsRestartableInitContainer(c) {
+			return result
+		}
+	}
+	// Step 5: the containers (:1775-1778).
+	for _, i := range actions.ContainersToStart {
+		_ = start(&pod.Spec.Containers[i]) // the error is in result
 	}
 	return result
 }
@@ -109,7 +122,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 // doBackOff is the runtime manager's doBackOff (kuberuntime_manager.go:1908):
 // a container that exited at FinishedAt may start again only once the
 // back-off of its key (pod, container, spec hash) since then has passed;
-// each restart doubles the next wait.
+// each restart doubles the next wait. The error carries the back-off's end
+// (kubecontainer.BackoffError), so the pod worker retries exactly then.
 func doBackOff(pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus, backOff *flowcontrol.Backoff) (error, string) {
 	if backOff == nil {
 		return nil, ""
@@ -134,48 +148,54 @@ func doBackOff(pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus,
 	return nil, ""
 }
 
-// stopPod stops what still runs of the pod — every running container,
-// then every ready sandbox — with the pod's grace period (the SyncPod
-// path's KillPod; a deleted pod is stopped by the pod workers' terminating
-// sync instead, with the grace they decided).
-func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) (result kubecontainer.PodSyncResult) {
-	grace := int64(30)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	for _, c := range podStatus.ContainerStatuses {
-		if c.State != kubecontainer.ContainerStateRunning {
-			continue
-		}
-		r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, c.Name)
-		result.AddSyncResult(r)
-		if err := m.cri.StopContainer(ctx, c.ID.ID, time.Duration(max(grace, 2))*time.Second); err != nil {
-			r.Fail(kubecontainer.ErrKillContainer, err.Error())
+// purgeInitContainers is kuberuntime_container.go:1008: with a new sandbox
+// every init container runs again, so the old instances go. Their logs
+// stay (upstream passes removeLogs=false), for the garbage collector.
+func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) {
+	for _, ic := range pod.Spec.InitContainers {
+		for _, s := range podStatus.ContainerStatuses {
+			if s.Name == ic.Name {
+				m.removeInitContainer(ctx, pod, s)
+			}
 		}
 	}
-	for _, sb := range podStatus.SandboxStatuses {
-		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-			continue
-		}
-		r := kubecontainer.NewSyncResult(kubecontainer.KillPodSandbox, string(pod.UID))
-		result.AddSyncResult(r)
-		if err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), sb.Id); err != nil && !isNotFound(err) {
-			r.Fail(kubecontainer.ErrKillPodSandbox, err.Error())
-			continue
-		}
-		m.log("CRI StopPodSandbox %s/%s %s", pod.Namespace, pod.Name, short(sb.Id))
-	}
-	return result
 }
 
-// restartOnFailure is shouldRestartOnFailure (kuberuntime_manager.go).
-func restartOnFailure(pod *v1.Pod) bool { return pod.Spec.RestartPolicy != v1.RestartPolicyNever }
+// pruneInitContainersBeforeStart is kuberuntime_container.go:971: of each
+// init container only the newest exited instance is kept (its exit code is
+// what the status shows), so a crash-looping init container does not pile
+// up dead instances between garbage collections.
+func (m *Manager) pruneInitContainersBeforeStart(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) {
+	for _, ic := range pod.Spec.InitContainers {
+		count := 0
+		for _, s := range podStatus.ContainerStatuses { // newest first
+			if s.Name != ic.Name || (s.State != kubecontainer.ContainerStateExited && s.State != kubecontainer.ContainerStateUnknown) {
+				continue
+			}
+			if count++; count > 1 {
+				m.removeInitContainer(ctx, pod, s)
+			}
+		}
+	}
+}
 
-// succeeded is containerSucceeded (kuberuntime_manager.go): its last
-// instance exited 0.
-func succeeded(c *v1.Container, podStatus *kubecontainer.PodStatus) bool {
-	s := podStatus.FindContainerStatusByName(c.Name)
-	return s != nil && s.State == kubecontainer.ContainerStateExited && s.ExitCode == 0
+func (m *Manager) removeInitContainer(ctx context.Context, pod *v1.Pod, s *kubecontainer.Status) {
+	if err := m.cri.Runtime.RemoveContainer(m.cri.Context(ctx), s.ID.ID); err != nil && !isNotFound(err) {
+		m.log("  remove init container %s/%s %s: %v (the garbage collector will retry)", pod.Name, s.Name, short(s.ID.ID), err)
+		return
+	}
+	m.log("CRI RemoveContainer %s/%s %s (an old init container)", pod.Name, s.Name, short(s.ID.ID))
+}
+
+// runtimeName is the runtime's name as the pod cache's container IDs
+// carry it ("containerd://…"), for the running pod handed to KillPod.
+func runtimeName(ps *kubecontainer.PodStatus) string {
+	for _, c := range ps.ContainerStatuses {
+		if c.ID.Type != "" {
+			return c.ID.Type
+		}
+	}
+	return ""
 }
 
 // sandboxIPs is determinePodSandboxIPs (kuberuntime_sandbox.go:282).
