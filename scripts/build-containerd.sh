@@ -62,7 +62,7 @@ t0="$(now)"
 # The module's own folder in the module cache (downloaded if needed). We
 # build inside it, so its go.mod and go.sum pin every dependency exactly as
 # upstream's release does; -mod=readonly (the default) refuses to change them.
-mod_dir="$(cd /tmp && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${MODULE}@${CONTAINERD2_VERSION}" |
+mod_dir="$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${MODULE}@${CONTAINERD2_VERSION}" |
 	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 if [ -z "${mod_dir}" ] || [ ! -d "${mod_dir}" ]; then
 	die "could not download ${MODULE}@${CONTAINERD2_VERSION} from the Go module proxy"
