@@ -107,7 +107,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	o := defaults(cp.AdminKubeconfig(), nodeName, runtime)
 	o.endpoint = endpoint
 	l, out, stop := startLab(t, o)
-	pod := shellPod(t, admin, nodeName)
+	pod := shellPod(t, admin, nodeName, "")
 	waitReady(t, admin, pod)
 
 	t.Run("exec", func(t *testing.T) {
@@ -249,8 +249,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 	}
 }
 
-// shellPod creates shell.yaml's pod, bound to nodeName.
-func shellPod(t *testing.T, admin kubernetes.Interface, nodeName string) *v1.Pod {
+// shellPod creates shell.yaml's pod, bound to nodeName, named name ("" keeps
+// shell).
+func shellPod(t *testing.T, admin kubernetes.Interface, nodeName, name string) *v1.Pod {
 	t.Helper()
 	data, err := os.ReadFile("shell.yaml")
 	if err != nil {
@@ -262,6 +263,9 @@ func shellPod(t *testing.T, admin kubernetes.Interface, nodeName string) *v1.Pod
 	}
 	pod := obj.(*v1.Pod)
 	pod.Spec.NodeName = nodeName
+	if name != "" {
+		pod.Name = name
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
