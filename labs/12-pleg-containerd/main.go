@@ -43,6 +43,7 @@ type options struct {
 	relist      time.Duration
 	backOffInit time.Duration
 	backOffMax  time.Duration
+	gcPeriod    time.Duration
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "PLEG relist period (kubelet: 1s)")
 	fs.DurationVar(&o.backOffInit, "backoff-initial", kubelet.DefaultBackOffInitial, "crash-loop back-off of the first restart after a failure (kubelet: 10s)")
 	fs.DurationVar(&o.backOffMax, "backoff-max", kubelet.DefaultBackOffMax, "longest crash-loop back-off (kubelet: 5m)")
+	fs.DurationVar(&o.gcPeriod, "gc-period", kubelet.DefaultGCPeriod, "how often dead containers and sandboxes of pods that are over are removed (kubelet: 1m)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,8 +78,8 @@ type lab struct {
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
 	out := &lockedWriter{w: w}
-	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit {
-		return errors.New("--timeout, --relist-period and --backoff-initial must be positive, --backoff-max at least --backoff-initial")
+	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.gcPeriod <= 0 {
+		return errors.New("--timeout, --relist-period, --backoff-initial and --gc-period must be positive, --backoff-max at least --backoff-initial")
 	}
 	if err := labenv.CheckNodeName(o.nodeName); err != nil {
 		return err
@@ -127,7 +129,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	k, err := kubelet.New(kubelet.Options{
 		NodeName: o.nodeName, Client: j.Client, CRI: crc, PodLogsDir: env.PodLogDir,
 		HostIPs: internalIPs(j.Node), RelistPeriod: o.relist,
-		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, Log: stamp,
+		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, GCPeriod: o.gcPeriod, Log: stamp,
 	})
 	if err != nil {
 		return err
