@@ -15,12 +15,14 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
+	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
+	"kubelet-labs/mycore/prober"
 	"kubelet-labs/mycore/runtime"
 	"kubelet-labs/mycore/status"
 )
@@ -32,6 +34,7 @@ const (
 	DefaultHousekeepingPeriod = 2 * time.Second   // housekeepingPeriod
 	DefaultBackOffInitial     = 10 * time.Second  // crashLoopBackOff initial
 	DefaultBackOffMax         = 300 * time.Second // MaxContainerBackOff
+	backOffReset              = 600 * time.Second // a container that ran this long restarts without back-off
 	plegChannelCapacity       = 1000              // plegChannelCapacity
 	DefaultGCPeriod           = time.Minute       // ContainerGCPeriod
 )
@@ -78,6 +81,7 @@ type Kubelet struct {
 	plegCh   chan *pleg.PodLifecycleEvent
 	workers  *podworkers.Workers
 	status   *status.Manager
+	probes   *prober.Manager
 	backOff  *flowcontrol.Backoff
 	reasons  *reasonCache
 	finished chan types.UID
@@ -88,6 +92,11 @@ type Kubelet struct {
 	// last garbage collection ran.
 	sourcesReady bool
 	lastGC       time.Time
+
+	// The probe results (kubelet.go:687-689): the prober writes them, the
+	// runtime manager reads liveness and startup, the sync loop receives
+	// every change.
+	liveness, readiness, startup proberesults.Manager
 }
 
 // New builds a Kubelet; nothing runs until Run.
@@ -116,10 +125,17 @@ func New(o Options) (*Kubelet, error) {
 		reasons:  newReasonCache(),
 		finished: make(chan types.UID, 16),
 	}
+	k.liveness, k.readiness, k.startup = proberesults.NewManager(), proberesults.NewManager(), proberesults.NewManager()
 	if k.log == nil {
 		k.log = func(string, ...any) {}
 	}
-	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log})
+	// A back-off is forgotten once its container ran 10 minutes without
+	// failing (kubelet.go:1069-1071); flowcontrol's own rule is twice the max.
+	k.backOff.HasExpiredFunc = func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
+		return eventTime.Sub(lastUpdate) > backOffReset
+	}
+	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
+		Liveness: k.liveness, Startup: k.startup})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
@@ -136,6 +152,10 @@ func New(o Options) (*Kubelet, error) {
 	}
 	k.workers = w
 	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log})
+	// Probes read pod IPs and container IDs from the status manager and
+	// run exec probes through the runtime manager (CRI ExecSync).
+	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
+		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log})
 	return k, nil
 }
 
@@ -160,6 +180,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// Workers stop before the PLEG: Stop keeps the cache's clock moving so
 	// workers blocked in GetNewerThan wake up and leave.
 	defer k.workers.Stop()
+	// Probe workers stop first: they may be blocked handing a result to
+	// the loop, which has returned by then; Stop drains those.
+	defer k.probes.Stop()
 
 	updates := podconfig.Watch(ctx, k.o.Client, k.o.NodeName)
 	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
@@ -176,6 +199,9 @@ func (k *Kubelet) Pods() kubepod.Manager { return k.pods }
 
 // Workers are the pod workers, for labs that print their states.
 func (k *Kubelet) Workers() *podworkers.Workers { return k.workers }
+
+// Probes is the probe manager.
+func (k *Kubelet) Probes() *prober.Manager { return k.probes }
 
 // Status is the status manager.
 func (k *Kubelet) Status() *status.Manager { return k.status }

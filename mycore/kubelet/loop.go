@@ -6,8 +6,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
+	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/podconfig"
@@ -16,9 +18,10 @@ import (
 
 var _ podconfig.Handler = (*Kubelet)(nil)
 
-// syncLoop is syncLoopIteration (kubelet.go:2695-2815) with its three
-// inputs: config updates, PLEG events and the housekeeping tick. (The
-// resync queue the kubelet drains every second lives in mycore/podworkers.)
+// syncLoop is syncLoopIteration (kubelet.go:2695-2815) with its inputs:
+// config updates, PLEG events, probe results and the housekeeping tick.
+// (The resync queue the kubelet drains every second lives in
+// mycore/podworkers.)
 func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, housekeeping <-chan time.Time) {
 	for {
 		select {
@@ -43,8 +46,25 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpda
 			if pod, ok := k.pods.GetPodByUID(uid); ok {
 				k.status.TerminatePod(pod)
 			}
+		case u := <-k.liveness.Updates():
+			// Only a failure needs action: the sync kills the container
+			// (computePodActions reads the same result).
+			if u.Result == proberesults.Failure {
+				k.handleProbeSync(ctx, u, "liveness", "")
+			}
+		case u := <-k.readiness.Updates():
+			ready := u.Result == proberesults.Success
+			k.status.SetContainerReadiness(u.PodUID, u.ContainerID, ready)
+			k.handleProbeSync(ctx, u, "readiness", fmt.Sprintf("SetContainerReadiness(%v), ", ready))
+		case u := <-k.startup.Updates():
+			started := u.Result == proberesults.Success
+			k.status.SetContainerStartup(u.PodUID, u.ContainerID, started)
+			k.handleProbeSync(ctx, u, "startup", fmt.Sprintf("SetContainerStartup(%v), ", started))
 		case <-housekeeping:
 			k.handlePodCleanups(ctx)
+			// Probes of pods the node no longer has (HandlePodCleanups,
+			// kubelet_pods.go:1288; normally SyncTerminatingPod removed them).
+			k.probes.CleanupPods(k.knownPods())
 		}
 	}
 }
@@ -61,6 +81,31 @@ func (k *Kubelet) handlePLEGEvent(ctx context.Context, e *pleg.PodLifecycleEvent
 	if known && e.Type != pleg.ContainerRemoved {
 		k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 	}
+}
+
+// handleProbeSync is handleProbeSync (kubelet.go:2817): a probe result
+// changed, so sync the pod now rather than at its next resync. did says
+// what the loop already did with it.
+func (k *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, probe, did string) {
+	pod, ok := k.pods.GetPodByUID(u.PodUID)
+	if !ok {
+		return // gone; its workers are being stopped
+	}
+	result := u.Result.String()
+	if u.Result == proberesults.Unknown {
+		result = "Unknown"
+	}
+	k.log("probe   %s %s %s is %s: %ssync the pod", probe, podName(pod), short(u.ContainerID.ID), result, did)
+	k.HandlePodSyncs(ctx, []*v1.Pod{pod})
+}
+
+// knownPods are the UIDs in the pod manager.
+func (k *Kubelet) knownPods() map[types.UID]bool {
+	uids := map[types.UID]bool{}
+	for _, p := range k.pods.GetPods() {
+		uids[p.UID] = true
+	}
+	return uids
 }
 
 func shortData(d any) string {
@@ -110,7 +155,7 @@ func (k *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: k.pods}.HandlePodReconcile(ctx, pods)
 }
 
-// HandlePodSyncs: a PLEG event (or a probe result) for a known pod
+// HandlePodSyncs: a PLEG event or a probe result for a known pod
 // (:3188-3211).
 func (k *Kubelet) HandlePodSyncs(_ context.Context, pods []*v1.Pod) {
 	for _, p := range pods {

@@ -16,7 +16,7 @@ import (
 // syncer is the pod workers' Syncer: the kubelet's SyncPod,
 // SyncTerminatingPod, SyncTerminatingRuntimePod and SyncTerminatedPod
 // (kubelet.go:2019, :2289, :2426, :2458) with what our node has — no
-// volumes, secrets, cgroups or probes.
+// volumes, secrets or cgroups.
 type syncer struct{ k *Kubelet }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -35,6 +35,9 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 		return true, nil, nil
 	}
 	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, podName(pod), api.Phase, describe(podStatus))
+	// Every probe of the pod gets its worker (kubelet.go:2214); AddPod
+	// leaves existing ones alone.
+	k.probes.AddPod(pod)
 	result := k.manager.SyncPod(ctx, pod, podStatus, k.nodeInfo(), k.backOff)
 	k.reasons.update(pod.UID, result)
 	err := result.Error()
@@ -62,10 +65,14 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 		grace = fmt.Sprintf("%ds", *gracePeriod)
 	}
 	k.log("sync    SyncTerminatingPod %s: stop it, grace %s", podName(pod), grace)
+	// No probe may restart a container that is being stopped (:2323).
+	k.probes.StopLivenessAndStartup(pod)
 	running := kubecontainer.ConvertPodStatusToRunningPod(k.runtime.Type(), podStatus)
 	if err := k.killPod(ctx, pod, running, gracePeriod); err != nil {
 		return fmt.Errorf("error killing terminating pod: %w", err)
 	}
+	// Stopped: readiness has nothing left to probe (:2336).
+	k.probes.RemovePod(pod)
 	// Ask the runtime again, not the cache: the kill just changed it (:2335-2370).
 	rp, err := k.runtime.GetPod(ctx, pod.UID)
 	if err != nil {
@@ -112,7 +119,7 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 	if !ok {
 		old = pod.Status
 	}
-	st := status.Generate(pod, podStatus, old, terminal, status.GenerateOptions{HostIPs: k.o.HostIPs})
+	st := status.Generate(pod, podStatus, old, terminal, status.GenerateOptions{HostIPs: k.o.HostIPs, Probes: k.probes})
 	if terminal {
 		return st
 	}

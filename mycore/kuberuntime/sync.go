@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
@@ -51,7 +52,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	} else {
 		for _, id := range actions.killOrder() {
 			k := actions.ContainersToKill[id]
-			m.log("  kill %s: %s", k.Name, k.Message)
 			r := m.KillContainer(ctx, pod, id, k.Name, k.Reason, nil)
 			result.AddSyncResult(r)
 			if r.Error != nil {
@@ -101,6 +101,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			r.Fail(kubecontainer.ErrRunContainer, err.Error())
 			return err
 		}
+		if last := lastExited(podStatus, c.Name); last != nil && backOff != nil {
+			m.log("  %s restarted %s after its last exit (exit code %d); its next back-off: %s",
+				c.Name, time.Since(last.FinishedAt).Round(10*time.Millisecond), last.ExitCode, backOff.Get(kubekr.GetBackoffKey(pod, c)))
+		}
 		return nil
 	}
 
@@ -128,13 +132,7 @@ func doBackOff(pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus,
 	if backOff == nil {
 		return nil, ""
 	}
-	var last *kubecontainer.Status
-	for _, s := range podStatus.ContainerStatuses {
-		if s.Name == c.Name && s.State == kubecontainer.ContainerStateExited {
-			last = s
-			break
-		}
-	}
+	last := lastExited(podStatus, c.Name)
 	if last == nil {
 		return nil, ""
 	}
@@ -146,6 +144,16 @@ func doBackOff(pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus,
 	}
 	backOff.Next(key, last.FinishedAt)
 	return nil, ""
+}
+
+// lastExited is the newest exited instance of the named container.
+func lastExited(podStatus *kubecontainer.PodStatus, name string) *kubecontainer.Status {
+	for _, s := range podStatus.ContainerStatuses { // newest first
+		if s.Name == name && s.State == kubecontainer.ContainerStateExited {
+			return s
+		}
+	}
+	return nil
 }
 
 // purgeInitContainers is kuberuntime_container.go:1008: with a new sandbox
