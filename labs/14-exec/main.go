@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -153,7 +154,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if o.websockets {
 		features = []string{server.WebSocketsFeature}
 	}
-	out.printf("joining %s as node %s (InternalIP %s, kubelet port %d, declared features %v)", cfg.Host, o.nodeName, ip, port, features)
+	out.printf("joining %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.nodeName, ip, port, orNone(features))
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "14-exec", Timeout: o.timeout,
 		InternalIP: ip.String(), DaemonPort: int32(port), DeclaredFeatures: features,
 		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
@@ -212,10 +213,13 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	out.printf("  kubectl exec shell -- sh -c 'exit 3'; echo \"exit code $?\"")
 	out.printf("  kubectl exec -it shell -- sh")
 	out.printf("  kubectl logs -f shell")
-	out.printf("  kubectl port-forward pod/shell 8080:8080   # then: curl -s localhost:8080/")
-	out.printf("and knock on the node server yourself:")
-	out.printf("  curl -sS --cacert %s %s/pods", caFile, url)
-	out.printf("  curl -sS --cacert %s --cert %s --key %s %s/pods", caFile, vis.cert, vis.key, url)
+	out.printf("  kubectl port-forward pod/shell 8080:8080   # then, in a third terminal: curl -s localhost:8080/hostname")
+	out.printf("and knock on the node server yourself, with curl:")
+	out.printf("  D=%s N=%s", j.Dir, url)
+	out.printf("  curl -sS --cacert $D/ca.crt $N/pods                                           # no client certificate")
+	out.printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/pods   # %s: no RBAC rights", VisitorUser)
+	out.printf("  kubectl create clusterrolebinding %s --clusterrole=system:kubelet-api-admin --user=%s", VisitorUser, VisitorUser)
+	out.printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/containerLogs/default/shell/nosuch")
 
 	if onReady != nil {
 		onReady(&lab{node: j, kubelet: k, server: srv, visitor: vis, caFile: caFile})
@@ -306,4 +310,11 @@ func (l *lockedWriter) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
