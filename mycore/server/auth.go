@@ -52,7 +52,7 @@ func newAuth(cfg Config, clientCAs *x509.CertPool) (*auth, error) {
 	if denyTTL == 0 {
 		denyTTL = DefaultUnauthorizedTTL
 	}
-	// BuildAuthz in webhook mode (cmd/kubelet/app/auth.go:134-150): every
+	// BuildAuthz in webhook mode (cmd/kubelet/app/auth.go:122-150): every
 	// decision is a SubjectAccessReview sent as the node, cached.
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: cfg.Client.AuthorizationV1(),
@@ -68,7 +68,7 @@ func newAuth(cfg Config, clientCAs *x509.CertPool) (*auth, error) {
 		authn: authn,
 		// Imported, not rewritten: which subresource a path needs is the
 		// contract between kubelets and RBAC roles such as
-		// system:kubelet-api-admin (auth.go:60-155).
+		// system:kubelet-api-admin (pkg/kubelet/server/auth.go:55-155).
 		attrs: kubeletserver.NewNodeAuthorizerAttributesGetter(types.NodeName(cfg.NodeName)),
 		authz: authz,
 	}, nil

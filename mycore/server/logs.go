@@ -15,7 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core/v1/validation"
 )
 
-// containerLogs is getContainerLogs (server.go:783-898): options from the
+// containerLogs is getContainerLogs (server.go:782-899): options from the
 // query, the pod and container checked, then the container's CRI log file
 // read with the kubelet's reader, following it if asked.
 func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +37,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Stdout or stderr alone needs the alpha feature PodLogsQuerySplitStreams
-	// (server.go:857-862); off, as in a default kubelet.
+	// (server.go:854-876); off, as in a default kubelet.
 	if opts.Stream != nil && *opts.Stream != v1.LogStreamAll {
 		http.Error(w, fmt.Sprintf("unable to return the given log stream: %q", *opts.Stream), http.StatusBadRequest)
 		return

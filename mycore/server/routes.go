@@ -39,7 +39,7 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// getPods lists the pods this node is told to run (server.go:900-911):
+// getPods lists the pods this node is told to run (server.go:902-911):
 // the pod manager's view, not the runtime's.
 func (s *Server) getPods(w http.ResponseWriter, _ *http.Request) {
 	list := &v1.PodList{}
@@ -82,7 +82,7 @@ type uidTranslator interface {
 }
 
 // pod finds a pod this node runs. The kubelet answers "pod does not
-// exist" (server.go:1044); we say which pod and which node.
+// exist" (server.go:1026); we say which pod and which node.
 func (s *Server) pod(ns, name string, uid types.UID) (*v1.Pod, error) {
 	pod, ok := s.cfg.Pods.GetPodByName(ns, name)
 	if !ok {

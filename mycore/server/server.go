@@ -29,7 +29,7 @@ const DefaultPort = 10250
 // status.declaredFeatures when its server speaks WebSockets itself. Only
 // then does the apiserver pass kubectl's WebSocket v5 stream through to
 // the node; otherwise it translates it to SPDY on the way
-// (pkg/registry/core/pod/rest/subresources.go:206-229).
+// (pkg/registry/core/pod/rest/subresources.go:190-231, checkNodeSupportsWebsockets :317).
 const WebSocketsFeature = "ExtendWebSocketsToKubelet"
 
 // PodLookup is what the server asks about pods: which ones this node runs.
@@ -65,7 +65,7 @@ type Config struct {
 	// WebSockets makes the server accept WebSocket v5 exec/attach and
 	// tunneled port-forward requests and translate them to SPDY for the
 	// runtime, as the kubelet does with ExtendWebSocketsToKubelet (on by
-	// default in 1.36, server.go:1001-1013, 1090-1126). The node must
+	// default in 1.36, server.go:1000-1012, 1090-1126). The node must
 	// declare WebSocketsFeature for the apiserver to send them.
 	WebSockets bool
 	// HealthChecks are added to /healthz (ping is always there).

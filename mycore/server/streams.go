@@ -14,7 +14,7 @@ import (
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 )
 
-// exec is getExec (server.go:1030-1059) with the kubelet's GetExec
+// exec is getExec (server.go:1016-1050) with the kubelet's GetExec
 // (kubelet_pods.go:2801-2810) and the runtime manager's
 // (kuberuntime_container.go:1332-1347) folded in: which streams, which
 // pod, which running container; then CRI Exec, which only returns a URL
@@ -47,7 +47,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	s.proxyStream(w, r, resp.Url, opts)
 }
 
-// attach is getAttach (server.go:983-1013) with GetAttach
+// attach is getAttach (server.go:979-1013) with GetAttach
 // (kubelet_pods.go:2813-2836): whether the stream is a terminal is the
 // container's own setting (spec tty), which cannot change after it started.
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 }
 
 // proxyStream joins the caller to the runtime's streaming server
-// (server.go:1016-1028, 1049-1058). The plain case is a byte-for-byte
+// (server.go:1037-1049, 1000-1012). The plain case is a byte-for-byte
 // proxy of an upgraded connection: SPDY from the apiserver, SPDY to the
 // runtime, nothing decoded here. With WebSockets on, a WebSocket v5
 // request is decoded here and re-encoded as SPDY for the runtime, whose
@@ -146,7 +146,7 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 }
 
 // responder reports a failed proxy: the runtime's streaming server did not
-// answer (server.go:970-976).
+// answer (server.go:968-976).
 type responder struct{ s *Server }
 
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
