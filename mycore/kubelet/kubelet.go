@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/mycore/cri"
@@ -67,6 +68,12 @@ type Options struct {
 	// Log gets one line per step (config ops, PLEG events, workers, CRI
 	// calls, status posts); nil is silent.
 	Log func(format string, args ...any)
+	// Updates, if set, is the node's pod source and Run does not start its
+	// own informer: many nodes in one process (fleet mode) share one pod
+	// informer that sends each node its own updates, with the ops and the
+	// first-list ADD that podconfig.Watch sends. Run stops reading it when
+	// its context ends; whoever sends must stop on that too.
+	Updates <-chan kubetypes.PodUpdate
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -184,12 +191,17 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// the loop, which has returned by then; Stop drains those.
 	defer k.probes.Stop()
 
-	updates := podconfig.Watch(ctx, k.o.Client, k.o.NodeName)
+	updates, own := k.o.Updates, false
+	if updates == nil {
+		updates, own = podconfig.Watch(ctx, k.o.Client, k.o.NodeName), true
+	}
 	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
 	defer housekeeping.Stop()
 	k.syncLoop(ctx, updates, housekeeping.C)
 	cancel()
-	for range updates { // the source closes it once its informer is gone
+	if own {
+		for range updates { // the source closes it once its informer is gone
+		}
 	}
 	return nil
 }
