@@ -145,11 +145,12 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(w, r)
 }
 
-// responder reports a failed proxy: the runtime's streaming server did not
-// answer (server.go:968-976).
+// responder reports a stream that could not be proxied — the request was
+// no upgrade, or the runtime's streaming server did not answer — with a
+// 500, as the kubelet's (server.go:968-976).
 type responder struct{ s *Server }
 
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
-	r.s.logf("proxying %s to the runtime's streaming server failed: %v", req.URL.Path, err)
+	r.s.logf("stream %s not proxied to the runtime: %v", req.URL.Path, err)
 	http.Error(w, err.Error(), http.StatusInternalServerError)
 }
