@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -248,6 +249,9 @@ func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, o
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(ctrs, func(a, b *runtimeapi.Container) int { // in the pod's order
+		return specIndex(pod, a.GetMetadata().GetName()) - specIndex(pod, b.GetMetadata().GetName())
+	})
 	rep.LeftInRuntime = len(sbs) + len(ctrs)
 	if rep.LeftInRuntime == 0 {
 		out.Printf("   the runtime has nothing of %s/%s left", pod.Namespace, pod.Name)
@@ -273,6 +277,10 @@ func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, o
 		out.Printf("%s", line)
 	}
 	return nil
+}
+
+func specIndex(pod *v1.Pod, name string) int {
+	return slices.IndexFunc(pod.Spec.Containers, func(c v1.Container) bool { return c.Name == name })
 }
 
 func fileState(path string) string {

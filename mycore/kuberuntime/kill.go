@@ -96,7 +96,7 @@ func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 //  5. CRI StopContainer(id, timeout=grace). The runtime sends the stop
 //     signal, waits up to the timeout, then SIGKILLs: the kubelet itself
 //     never sends a signal. cri-client bounds the call by its request
-//     timeout plus the grace (remote_runtime.go:443-452), so a SIGKILL at
+//     timeout plus the grace (remote_runtime.go:444-452), so a SIGKILL at
 //     the end of the grace still has time to be reported;
 //  6. NotFound is success: the container is already gone (:912-913).
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, override *int64, ordering *terminationOrdering) error {
@@ -147,7 +147,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 	case err != nil:
 		return fmt.Errorf("StopContainer %s (grace %ds): %w", name, grace, err)
 	default:
-		m.log("  %s/%s stopped after %s", pod.Name, name, time.Since(start).Round(time.Millisecond))
+		m.log("  %s/%s stopped after %.3fs", pod.Name, name, time.Since(start).Seconds())
 	}
 	if ordering != nil {
 		ordering.containerTerminated(name)

@@ -59,9 +59,9 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.
 	}
 	took := time.Since(start)
 	if err != nil {
-		m.log("  preStop hook of %s/%s failed after %s: %v", pod.Name, c.Name, took.Round(time.Millisecond), err)
+		m.log("  preStop hook of %s/%s failed after %.3fs: %v", pod.Name, c.Name, took.Seconds(), err)
 	} else {
-		m.log("  preStop hook of %s/%s done in %s", pod.Name, c.Name, took.Round(time.Millisecond))
+		m.log("  preStop hook of %s/%s done in %.3fs", pod.Name, c.Name, took.Seconds())
 	}
 	return took
 }
