@@ -153,9 +153,20 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		refusals(t, l, admin)
 	})
 
-	// The lab ends; nothing of it keeps running in this process.
-	zero := int64(0)
-	_ = admin.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	// A graceful delete: the node stops the containers, then the status
+	// manager removes the object. Only then does the lab end, so nothing is
+	// left in a shared containerd, and nothing of it keeps running here.
+	ctx := context.Background()
+	if err := admin.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("pod %s still there a minute after its delete: the node did not finish it", pod.Name)
+	}
 	stop()
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
