@@ -76,6 +76,9 @@ func TestExecLatencyVersusTheRealKubelet(t *testing.T) {
 		t.Logf("%-22s kubectl exec: median %s p90 %s | client-go exec: median %s p90 %s  (%d rounds)", tg.label,
 			median(kubectlTimes[k]), p90(kubectlTimes[k]), median(clientTimes[k]), p90(clientTimes[k]), rounds)
 	}
+	if raceBuilt {
+		t.Logf("both labs were built with -race (as this test runs): run without -race for the numbers of the labs themselves")
+	}
 	t.Logf("ratio ours/real (medians): kubectl exec %s, client-go exec %s",
 		ratio(median(kubectlTimes[1]), median(kubectlTimes[0])), ratio(median(clientTimes[1]), median(clientTimes[0])))
 }
