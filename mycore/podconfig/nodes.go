@@ -1,0 +1,145 @@
+package podconfig
+
+import (
+	"context"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+)
+
+// WatchNodes is Watch for many nodes in one process (fleet mode): ONE
+// informer on every bound pod of the cluster (field selector
+// spec.nodeName!=""), whose events are handed to the node each pod is bound
+// to. Each node gets its own channel with exactly what Watch would send it:
+// one ADD with its initial list (possibly empty) first, then ADD, UPDATE,
+// DELETE, RECONCILE and REMOVE as Classify decides, from its own record of
+// the pods it was sent. Pods bound to other nodes are ignored.
+//
+// One informer instead of N: N informers are N watches the apiserver must
+// feed and N caches of the same objects; one list and one watch cost the
+// same for 1 node or 1,000. (The kubelet's per-node field selector exists
+// so that the Node authorizer can let each node see only its own pods — a
+// check fleet mode gives up by sharing a credential.)
+//
+// The informer's handler sends to the nodes one after the other: a node
+// that stops reading its channel (buffer UpdatesBuffer) holds up the
+// others, as a kubelet's own sync loop holds up its source. Receivers must
+// keep reading until ctx ends. Every channel is closed once ctx has ended
+// and the informer has stopped.
+func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []string) map[string]<-chan kubetypes.PodUpdate {
+	mergers := make(map[string]*merger, len(nodeNames))
+	outs := make(map[string]chan kubetypes.PodUpdate, len(nodeNames))
+	result := make(map[string]<-chan kubetypes.PodUpdate, len(nodeNames))
+	for _, n := range nodeNames {
+		if _, dup := outs[n]; dup {
+			continue
+		}
+		out := make(chan kubetypes.PodUpdate, UpdatesBuffer)
+		outs[n], result[n] = out, out
+		mergers[n] = &merger{ctx: ctx, out: out, known: map[types.UID]*v1.Pod{}}
+	}
+	closeAll := func() {
+		for _, out := range outs {
+			close(out)
+		}
+	}
+
+	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Pod{}, 0, cache.Indexers{})
+	d := &dispatcher{mergers: mergers}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    d.onAdd,
+		UpdateFunc: d.onUpdate,
+		DeleteFunc: d.onDelete,
+	})
+	if err != nil { // only when the informer was stopped already: cannot be
+		closeAll()
+		return result
+	}
+	go func() {
+		defer closeAll()
+		var wg sync.WaitGroup
+		wg.Go(func() { informer.RunWithContext(ctx) })
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			// Every node's first update, even a node with no pod: the
+			// kubelet takes it as "the apiserver source is ready".
+			for _, m := range mergers {
+				m.flushInitialList()
+			}
+		}
+		wg.Wait()
+	}()
+	return result
+}
+
+// dispatcher routes each informer event to the merger of the pod's node.
+// Informer handlers of one registration run one at a time, so the order
+// of events per pod is kept.
+type dispatcher struct {
+	mergers map[string]*merger
+}
+
+func nodeOf(obj any) (*v1.Pod, string) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, ""
+	}
+	return pod, pod.Spec.NodeName
+}
+
+func (d *dispatcher) onAdd(obj any, isInInitialList bool) {
+	if _, node := nodeOf(obj); d.mergers[node] != nil {
+		d.mergers[node].onAdd(obj, isInInitialList)
+	}
+}
+
+func (d *dispatcher) onUpdate(oldObj, newObj any) {
+	oldPod, oldNode := nodeOf(oldObj)
+	newPod, newNode := nodeOf(newObj)
+	if oldPod == nil || newPod == nil {
+		return
+	}
+	if oldNode != newNode {
+		// spec.nodeName is set once and never changes; the same name
+		// deleted and created again on another node between two events
+		// can look like this: gone from one node, new on the other.
+		if m := d.mergers[oldNode]; m != nil {
+			m.onDelete(oldObj)
+		}
+		if m := d.mergers[newNode]; m != nil {
+			m.onAdd(newObj, false)
+		}
+		return
+	}
+	if m := d.mergers[newNode]; m != nil {
+		m.onUpdate(oldObj, newObj)
+	}
+}
+
+func (d *dispatcher) onDelete(obj any) {
+	if _, node := nodeOf(obj); d.mergers[node] != nil {
+		d.mergers[node].onDelete(obj)
+	}
+}
