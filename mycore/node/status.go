@@ -33,6 +33,10 @@ type StatusReporter struct {
 	Log func(format string, args ...any)
 	// OnPatched is told about every status write.
 	OnPatched func(n *v1.Node)
+	// Get reads the Node before each sync; nil: a GET from the apiserver.
+	// Many nodes in one process read one shared Node informer's cache
+	// instead (a stale copy only delays a patch to the next sync).
+	Get func(ctx context.Context, name string) (*v1.Node, error)
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -46,7 +50,13 @@ type StatusReporter struct {
 func (r *StatusReporter) Sync(ctx context.Context) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	original, err := r.Client.CoreV1().Nodes().Get(ctx, r.Node.Name, metav1.GetOptions{})
+	get := r.Get
+	if get == nil {
+		get = func(ctx context.Context, name string) (*v1.Node, error) {
+			return r.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		}
+	}
+	original, err := get(ctx, r.Node.Name)
 	if err != nil {
 		return false, fmt.Errorf("get node %s: %w", r.Node.Name, err)
 	}
