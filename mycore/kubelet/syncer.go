@@ -47,7 +47,15 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 		// (pod_workers.go:1539), or earlier if the PLEG reports a change.
 		k.log("sync    %s: %v", podName(pod), err)
 	}
-	return false, nil, err
+	// Something was started or stopped: relist this pod now rather than at
+	// the next periodic relist, so its status catches up in milliseconds,
+	// not up to RelistPeriod later (kubelet.go:2270-2275, the
+	// PLEGOnDemandRelist feature, beta and on by default in 1.36).
+	var postSync func()
+	if len(result.SyncResults) > 0 && err == nil {
+		postSync = func() { k.pleg.RequestRelist(pod.UID) }
+	}
+	return false, postSync, err
 }
 
 // SyncTerminatingPod: post the status, stop every container with the
