@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -77,7 +76,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.gcPeriod <= 0 {
 		return errors.New("--timeout, --relist-period, --backoff-initial and --gc-period must be positive, --backoff-max at least --backoff-initial")
 	}
@@ -108,16 +107,16 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if !info.Ready("NetworkReady") {
 		return fmt.Errorf("%s is up but its pod network is not ready (no CNI config?): restart it with %s", env.Endpoint, cri.UpHint)
 	}
-	out.printf("runtime %s %s on %s; container logs under %s", info.RuntimeName, info.RuntimeVersion, env.Endpoint, env.PodLogDir)
+	out.Printf("runtime %s %s on %s; container logs under %s", info.RuntimeName, info.RuntimeVersion, env.Endpoint, env.PodLogDir)
 
 	// 2. The node, as lab 05 makes it; from here on we are system:node:NAME.
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "12-pleg-containerd", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -125,19 +124,18 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 
 	// 3. The kubelet's chapter 3 in one piece: pod source, pod manager, pod
 	// workers, PLEG + pod cache, runtime manager, status manager.
-	stamp := func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
 	k, err := kubelet.New(kubelet.Options{
 		NodeName: o.nodeName, Client: j.Client, CRI: crc, PodLogsDir: env.PodLogDir,
 		HostIPs: internalIPs(j.Node), RelistPeriod: o.relist,
-		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, GCPeriod: o.gcPeriod, Log: stamp,
+		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, GCPeriod: o.gcPeriod, Log: out.Stamped,
 	})
 	if err != nil {
 		return err
 	}
-	out.printf("PLEG relists %s every %s; pods with spec.nodeName=%s run there. Try, in another terminal:", info.RuntimeName, o.relist, o.nodeName)
-	out.printf("  kubectl apply -f labs/12-pleg-containerd/busybox.yaml && kubectl get pod busybox -o wide -w")
+	out.Printf("PLEG relists %s every %s; pods with spec.nodeName=%s run there. Try, in another terminal:", info.RuntimeName, o.relist, o.nodeName)
+	out.Printf("  kubectl apply -f labs/12-pleg-containerd/busybox.yaml && kubectl get pod busybox -o wide -w")
 	if env.File != "" {
-		out.printf("  sudo crictl --config %s/crictl.yaml ps --label io.kubernetes.pod.namespace=default", dirOf(env.File))
+		out.Printf("  sudo crictl --config %s/crictl.yaml ps --label io.kubernetes.pod.namespace=default", dirOf(env.File))
 	}
 	if onReady != nil {
 		onReady(&lab{node: j, kubelet: k, env: env})
@@ -147,7 +145,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err := k.Run(ctx); err != nil {
 		return err
 	}
-	out.printf("stopped: pods keep running in %s (as when a kubelet restarts); the next run picks them up, or stops those whose pod is gone", info.RuntimeName)
+	out.Printf("stopped: pods keep running in %s (as when a kubelet restarts); the next run picks them up, or stops those whose pod is gone", info.RuntimeName)
 	return nil
 }
 
@@ -169,16 +167,4 @@ func dirOf(path string) string {
 		}
 	}
 	return "."
-}
-
-// lockedWriter serialises lines from the workers' goroutines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,116 +25,16 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// noLeaks checks, after every other cleanup of the test (cleanups run last
-// registered first), that the lab left no goroutine behind. The shared
-// control plane is started first so its own goroutines are not counted.
-func noLeaks(t *testing.T) {
-	testenv.ControlPlane(t)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore,
-			// client-go keeps one HTTP/2 connection per TLS config in a
-			// process-wide transport cache; its read loop idles until the
-			// server closes it. Not a goroutine of the lab.
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
-	})
-}
-
-// lines records each output line with the time it was written, so a test
-// can measure when the lab saw something (a PLEG event) without racing it.
-type lines struct {
-	mu   sync.Mutex
-	buf  strings.Builder
-	seen []stamped
-}
-
-type stamped struct {
-	at   time.Time
-	line string
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		l.seen = append(l.seen, stamped{time.Now(), s})
-	}
-	return len(p), nil
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// first is the time of the first line after since that contains all parts.
-func (l *lines) first(since time.Time, parts ...string) (time.Time, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-outer:
-	for _, s := range l.seen {
-		if s.at.Before(since) {
-			continue
-		}
-		for _, p := range parts {
-			if !strings.Contains(s.line, p) {
-				continue outer
-			}
-		}
-		return s.at, true
-	}
-	return time.Time{}, false
-}
-
-type running struct {
-	lab  *lab
-	out  *lines
-	stop func()
-}
-
-// startLab runs the lab in-process on rt as node name.
-func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *running {
+// startLab runs the lab in-process on rt as node name, its state in stateDir.
+func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*lab] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, stateDir)
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &lines{}
-	ready := make(chan *lab, 1)
-	errc := make(chan error, 1)
 	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, endpoint: rt.Endpoint, podLogsDir: stateDir + "/pod-logs",
 		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: 4 * time.Second, gcPeriod: 2 * time.Second}
-	go func() { errc <- run(ctx, o, out, func(l *lab) { ready <- l }) }()
-	r := &running{out: out}
-	stopped := false
-	r.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		r.stop()
-		if t.Failed() || os.Getenv("LAB12_OUTPUT") != "" {
-			t.Logf("lab output:\n%s", out)
-		}
+	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
+		return run(ctx, o, out, onReady)
 	})
-	select {
-	case r.lab = <-ready:
-		return r
-	case err := <-errc:
-		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("not ready after 2m:\n%s", out)
-	}
-	return nil
 }
 
 func busybox(ns, name, node, image, script string) *v1.Pod {
@@ -269,7 +167,7 @@ func TestPodLifeOnContainerd(t *testing.T) { realRuntimes(t, podLife) }
 
 func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	node := "lab-node-12-" + flavour
-	noLeaks(t)
+	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
 	ns := namespace(t, admin)
@@ -326,7 +224,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 		pod = p
 		return cs.RestartCount == 1 && cs.State.Running != nil, nil
 	})
-	if at, ok := r.out.first(killed, "ContainerDied", ns+"/busybox"); ok {
+	if at, ok := r.Out.First(killed, "ContainerDied", ns+"/busybox"); ok {
 		t.Logf("SIGKILL → PLEG ContainerDied seen: %s (relist 1s)", at.Sub(killed).Round(time.Millisecond))
 	} else {
 		t.Errorf("no ContainerDied line for %s/busybox in the output", ns)
@@ -365,7 +263,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 		sbs, err := c.Pods(context.Background(), map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)})
 		return err == nil && len(sbs) == 0 && len(containersOf(t, c, string(pod.UID))) == 0, err
 	})
-	out := r.out.String()
+	out := r.Out.String()
 	for _, want := range []string{"SyncTerminatingPod", "SyncTerminatedPod", "ContainerStarted", "gc      removed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -389,7 +287,7 @@ func TestOrphanedContainersAreStopped(t *testing.T) { realRuntimes(t, orphans) }
 
 func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 	node := "lab-node-12o-" + flavour
-	noLeaks(t)
+	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
 	ns := namespace(t, admin)
@@ -405,7 +303,7 @@ func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 		pod = p
 		return err == nil && runningWithIP(p), nil
 	})
-	r.stop() // the node goes down; its containers keep running
+	r.Stop() // the node goes down; its containers keep running
 	zero := int64(0)
 	if err := admin.CoreV1().Pods(ns).Delete(context.Background(), "orphan", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
@@ -428,8 +326,8 @@ func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 		}
 		return true, err
 	})
-	if !strings.Contains(r2.out.String(), "SyncTerminatingRuntimePod") {
-		t.Errorf("output lacks SyncTerminatingRuntimePod:\n%s", r2.out)
+	if !strings.Contains(r2.Out.String(), "SyncTerminatingRuntimePod") {
+		t.Errorf("output lacks SyncTerminatingRuntimePod:\n%s", r2.Out)
 	}
 }
 
@@ -439,7 +337,7 @@ func TestStartupLatency(t *testing.T) { realRuntimes(t, startupLatency) }
 
 func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 	node := "lab-node-12s-" + flavour
-	noLeaks(t)
+	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
 	ns := namespace(t, admin)
@@ -488,7 +386,7 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 func TestNoRuntime(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
 	err := run(context.Background(), options{nodeName: "lab-node-12x", endpoint: "unix://" + t.TempDir() + "/none.sock",
-		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: time.Second, gcPeriod: time.Minute}, &lines{}, nil)
+		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: time.Second, gcPeriod: time.Minute}, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {
 		t.Fatalf("want an error naming %q, got %v", cri.UpHint, err)
 	}
