@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/fleet"
+	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/lease"
+	"kubelet-labs/mycore/node"
+)
+
+// fleetOptions are the flags of fleet mode: --nodes N runs N of our nodes
+// in this process, each on its own mock runtime.
+type fleetOptions struct {
+	kubeconfig   string
+	nodes        int
+	prefix       string
+	qps          float64
+	burst        int
+	relist       time.Duration
+	leaseSeconds int
+	statusEvery  time.Duration
+	every        time.Duration
+	logNode      string
+	statsFile    string
+}
+
+func (o *fleetOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig whose credential every node of the fleet shares (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.IntVar(&o.nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
+	fs.StringVar(&o.prefix, "node-prefix", fleet.DefaultPrefix, "fleet node names are PREFIX-0000, PREFIX-0001, …")
+	fs.Float64Var(&o.qps, "kube-api-qps", -1, "client-side rate limit of the fleet's shared client for pods and registration; negative: none (KWOK v0.7.0 has none either). Leases and node status are never limited")
+	fs.IntVar(&o.burst, "kube-api-burst", 400, "burst of that rate limit (with --kube-api-qps > 0)")
+	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
+	fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "each node's Lease duration; renewed every quarter of it (kubelet: 40)")
+	fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often each node checks its status (written only when it changed, or every 5m) (kubelet: 10s)")
+	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
+	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
+	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
+}
+
+// fleetStats is what --stats-file holds.
+type fleetStats struct {
+	Nodes  int               `json:"nodes"`
+	Total  int64             `json:"total"`
+	Wasted fleet.Wasted      `json:"wasted"`
+	Calls  []fleet.CallCount `json:"calls"`
+}
+
+func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fleet.Fleet)) error {
+	out := &lockedWriter{w: w}
+	if o.nodes < 1 || o.nodes > fleet.MaxNodes {
+		return fmt.Errorf("--nodes %d: must be 1 to %d", o.nodes, fleet.MaxNodes)
+	}
+	if o.relist <= 0 || o.statusEvery <= 0 || o.every < 0 || (o.qps > 0 && o.burst < 1) {
+		return errors.New("--relist-period and --node-status-update-frequency must be positive, --report-every not negative, --kube-api-burst at least 1")
+	}
+	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
+		return fmt.Errorf("--node-prefix %q: %w", o.prefix, err)
+	}
+	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	base, err := state.Ensure("fleet")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(base, "run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	calls := fleet.NewCalls()
+	fo := fleet.Options{
+		Config: cfg, Nodes: o.nodes, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
+		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.relist,
+		Calls: calls, Log: func(f string, a ...any) { out.printf("fleet   "+f, a...) },
+	}
+	if o.logNode != "" {
+		fo.NodeLog = func(name string) func(string, ...any) {
+			if name != o.logNode {
+				return nil
+			}
+			return func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+name+" "+f, a...) }
+		}
+	}
+	f, err := fleet.New(fo)
+	if err != nil {
+		return err
+	}
+	limit := "no client-side rate limit"
+	if o.qps > 0 {
+		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
+	}
+	out.printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.nodes-1), o.relist)
+	out.printf("one credential for all (%s), one connection, %s for pods; leases and node status unlimited", cfg.Host, limit)
+	out.printf("pods bound to them run on the mock. Try, in another terminal:")
+	out.printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
+	out.printf("  kubectl run web --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
+
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- f.Run(ctx) }()
+	select {
+	case <-f.Ready():
+		out.printf("ready   %d nodes Ready with leases %s after start", o.nodes, time.Since(start).Round(time.Millisecond))
+		if onReady != nil {
+			onReady(f)
+		}
+	case err := <-errc:
+		return err
+	}
+
+	var tick <-chan time.Time
+	if o.every > 0 {
+		t := time.NewTicker(o.every)
+		defer t.Stop()
+		tick = t.C
+	}
+	var runErr error
+loop:
+	for {
+		select {
+		case <-tick:
+			counts := calls.Counts()
+			wasted := fleet.WastedOf(counts)
+			out.printf("summary %d nodes, %d pods in their pod managers; %d API calls so far (deletes of gone objects %d, conflicts %d)",
+				o.nodes, f.Pods(), fleet.Total(counts), wasted.DeletesOfGone, wasted.Conflicts)
+		case runErr = <-errc:
+			break loop
+		}
+	}
+
+	counts := calls.Counts()
+	stats := fleetStats{Nodes: o.nodes, Total: fleet.Total(counts), Wasted: fleet.WastedOf(counts), Calls: counts}
+	out.printf("stopped after %s: %d API calls, by verb, resource and code:", time.Since(start).Round(time.Second), stats.Total)
+	for _, c := range counts {
+		out.printf("  %s", c)
+	}
+	out.printf("wasted: %d deletes of objects already gone, %d conflicts", stats.Wasted.DeletesOfGone, stats.Wasted.Conflicts)
+	out.printf("the Nodes and their Leases stay (NotReady once the leases expire); remove them with: kubectl delete nodes -l %s=18-mykubelet", node.LabLabel)
+	if o.statsFile != "" {
+		b, err := json.MarshalIndent(stats, "", "  ")
+		if err == nil {
+			err = os.WriteFile(o.statsFile, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			return errors.Join(runErr, fmt.Errorf("--stats-file: %w", err))
+		}
+	}
+	return runErr
+}
+
+// lockedWriter serialises lines from the fleet's goroutines with ours.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", args...)
+}

@@ -1,0 +1,299 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubernetes/pkg/features"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/mycore/lease"
+	"kubelet-labs/mycore/node"
+	"kubelet-labs/mycore/podconfig"
+)
+
+// Defaults.
+const (
+	DefaultPrefix = "mykubelet"
+	// MaxNodes: names have four digits, pod CIDRs are /24s in 10.64.0.0/10.
+	MaxNodes = 10000
+	// DefaultRegisterParallelism: how many Node creates are in flight at
+	// once while the fleet registers.
+	DefaultRegisterParallelism = 16
+)
+
+// DefaultCapacity is what each node reports: KWOK's default fake node
+// (32 CPUs, 256 GiB) with the kubelet's 110 pods. A fleet node has no
+// machine of its own; reporting this machine's CPUs a thousand times over
+// would be no truer.
+func DefaultCapacity() v1.ResourceList {
+	return v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("32"),
+		v1.ResourceMemory:           resource.MustParse("256Gi"),
+		v1.ResourcePods:             resource.MustParse("110"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+}
+
+// Options configure a Fleet. Config, Nodes and Dir are required.
+type Options struct {
+	// Config is the credential every node acts with (see the package
+	// documentation, Identity).
+	Config *rest.Config
+	// Nodes is how many nodes run; they are named Prefix-0000, Prefix-0001…
+	Nodes  int
+	Prefix string
+	// QPS and Burst limit the shared client that pods and registration use
+	// (a negative QPS: no client-side limit). Leases and node status go
+	// through the same connection without a limit, as the kubelet's
+	// separate heartbeat client does: a storm of pod updates must not
+	// starve the heartbeats and make nodes NotReady.
+	QPS   float32
+	Burst int
+	// Dir holds each node's pod logs (Dir/NODE/NAMESPACE_NAME_UID/…); the
+	// fleet removes what it wrote there when it stops.
+	Dir string
+	// Lab is the value of node.LabLabel on every node (default
+	// "18-mykubelet"): kubectl get nodes -l kubelet-labs.dev/lab-node.
+	Lab string
+	// Capacity of each node; nil: DefaultCapacity.
+	Capacity v1.ResourceList
+	// Zero values take the kubelet's defaults.
+	LeaseDurationSeconds  int32
+	StatusUpdateFrequency time.Duration
+	RelistPeriod          time.Duration
+	HousekeepingPeriod    time.Duration
+	// RegisterParallelism: Node creates in flight (default 16).
+	RegisterParallelism int
+	// Calls, if set, counts every request of the fleet.
+	Calls *Calls
+	// Log gets the fleet's own lines (registration, readiness, stop).
+	Log func(format string, args ...any)
+	// NodeLog, if set, returns the step-by-step log of one node (nil for
+	// a silent node): the kubelet's config ops, PLEG events, workers, CRI
+	// calls and status posts.
+	NodeLog func(node string) func(format string, args ...any)
+}
+
+// Fleet is N nodes in one process. Build it with New, run it with Run.
+type Fleet struct {
+	o       Options
+	names   []string
+	members []*member
+	ready   chan struct{}
+	ran     bool
+	log     func(string, ...any)
+}
+
+// New checks the options and the process-wide state; nothing runs until Run.
+func New(o Options) (*Fleet, error) {
+	if o.Config == nil {
+		return nil, errors.New("fleet: Options.Config is required")
+	}
+	if o.Nodes < 1 || o.Nodes > MaxNodes {
+		return nil, fmt.Errorf("fleet: %d nodes: must be 1 to %d", o.Nodes, MaxNodes)
+	}
+	if o.Dir == "" {
+		return nil, errors.New("fleet: Options.Dir is required (pod logs go there)")
+	}
+	if err := checkProcessState(); err != nil {
+		return nil, err
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Lab == "" {
+		o.Lab = "18-mykubelet"
+	}
+	if o.Capacity == nil {
+		o.Capacity = DefaultCapacity()
+	}
+	if o.RegisterParallelism <= 0 {
+		o.RegisterParallelism = DefaultRegisterParallelism
+	}
+	if o.StatusUpdateFrequency <= 0 {
+		o.StatusUpdateFrequency = node.DefaultStatusUpdateFrequency
+	}
+	if _, _, err := (lease.Config{LeaseDurationSeconds: o.LeaseDurationSeconds}).Durations(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{o: o, ready: make(chan struct{}), log: o.Log}
+	if f.log == nil {
+		f.log = func(string, ...any) {}
+	}
+	for i := range o.Nodes {
+		f.names = append(f.names, NodeName(o.Prefix, i))
+	}
+	return f, nil
+}
+
+// NodeName is the name of node i of a fleet: prefix-0000, prefix-0001…
+func NodeName(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
+
+// checkProcessState refuses what would make N nodes in one process share
+// state they must not share.
+func checkProcessState() error {
+	if utilfeature.DefaultFeatureGate.Enabled(features.EventedPLEG) {
+		return errors.New("fleet: the EventedPLEG feature gate is on: that PLEG keeps one process-wide \"in use\" flag and needs a CRI event stream, so it cannot run once per node in one process; leave it off (the generic PLEG relists)")
+	}
+	return nil
+}
+
+// Names are the nodes' names, in order.
+func (f *Fleet) Names() []string { return append([]string(nil), f.names...) }
+
+// Ready is closed once every node is registered and its heartbeats and
+// kubelet run.
+func (f *Fleet) Ready() <-chan struct{} { return f.ready }
+
+// Run registers the nodes and runs them until ctx ends. It returns once
+// every goroutine it started has exited; the Node objects and their Leases
+// stay (as when kubelets stop), the mock runtimes and everything in them
+// are gone, and the pod logs it wrote are removed.
+func (f *Fleet) Run(ctx context.Context) error {
+	if f.ran {
+		return errors.New("fleet: Run called twice")
+	}
+	f.ran = true
+	o := f.o
+	client, heartbeat, err := f.clients()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("fleet: pod logs folder: %w", err)
+	}
+
+	// Stop in order: every loop ends with ctx, then the pod source has
+	// closed its channels, then the runtimes go (a kubelet must not find
+	// its runtime gone while it still runs).
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var updates map[string]<-chan kubetypes.PodUpdate
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, ch := range updates {
+			for range ch {
+			}
+		}
+		for _, m := range f.members {
+			if m != nil {
+				m.close()
+			}
+		}
+	}()
+
+	// The Node informer first: the status reporters read from it. Only
+	// this lab's nodes.
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = labels.Set{node.LabLabel: o.Lab}.String()
+		}))
+	nodeLister := factory.Core().V1().Nodes().Lister()
+	nodeInformer := factory.Core().V1().Nodes().Informer()
+	wg.Go(func() { nodeInformer.RunWithContext(ctx) })
+	getNode := func(_ context.Context, name string) (*v1.Node, error) { return nodeLister.Get(name) }
+
+	// One pod informer for every node, each node its own channel of ops.
+	updates = podconfig.WatchNodes(ctx, client, f.names)
+
+	start := time.Now()
+	f.members = make([]*member, len(f.names))
+	for i, name := range f.names {
+		m, err := newMember(f, i, name, client, updates[name])
+		if err != nil {
+			return err
+		}
+		f.members[i] = m
+	}
+
+	// Register in parallel, then each node starts its heartbeats and its
+	// kubelet at once: nodes come up one after the other, so their leases
+	// are spread over the registration rather than renewed in one burst.
+	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
+	jobs := make(chan *member)
+	var registered sync.WaitGroup
+	for range o.RegisterParallelism {
+		registered.Go(func() {
+			for m := range jobs {
+				if err := m.register(ctx, client); err != nil {
+					continue // ctx ended
+				}
+				wg.Go(func() { m.runHeartbeats(ctx, heartbeat, getNode) })
+				wg.Go(func() { m.runKubelet(ctx) })
+			}
+		})
+	}
+feed:
+	for _, m := range f.members {
+		select {
+		case jobs <- m:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	registered.Wait()
+	if ctx.Err() == nil {
+		f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
+		close(f.ready)
+	}
+	<-ctx.Done()
+	f.log("stopping %d nodes", len(f.names))
+	return nil
+}
+
+// clients are the two views of the one connection: client for pods and
+// registration (rate-limited by QPS/Burst), heartbeat for leases and node
+// status (no limit, a timeout as the kubelet's heartbeat client).
+func (f *Fleet) clients() (client, heartbeat kubernetes.Interface, err error) {
+	o := f.o
+	cfg := rest.CopyConfig(o.Config)
+	cfg.UserAgent = "kubelet-labs-fleet"
+	if o.Calls != nil {
+		o.Calls.Wrap(cfg)
+	}
+	main := rest.CopyConfig(cfg)
+	main.QPS, main.Burst = o.QPS, o.Burst
+	if main.QPS < 0 {
+		main.QPS = -1 // client-go: no rate limiter at all
+	}
+	hb := rest.CopyConfig(cfg)
+	leaseDur, _, _ := (lease.Config{LeaseDurationSeconds: o.LeaseDurationSeconds}).Durations()
+	hb.QPS, hb.Timeout = -1, min(o.StatusUpdateFrequency, leaseDur)
+	if client, err = kubernetes.NewForConfig(main); err != nil {
+		return nil, nil, err
+	}
+	if heartbeat, err = kubernetes.NewForConfig(hb); err != nil {
+		return nil, nil, err
+	}
+	return client, heartbeat, nil
+}
+
+// Pods is how many pods the fleet's nodes have in their pod managers
+// (0 until Ready): what the nodes were told to run.
+func (f *Fleet) Pods() int {
+	select {
+	case <-f.ready:
+	default:
+		return 0
+	}
+	n := 0
+	for _, m := range f.members {
+		n += len(m.kubelet.Pods().GetPods())
+	}
+	return n
+}

@@ -1,0 +1,117 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/lease"
+	"kubelet-labs/mycore/node"
+	"kubelet-labs/mylib/fakecri"
+)
+
+// member is one node of the fleet: its mock runtime, its kubelet, its
+// Node configuration.
+type member struct {
+	f       *Fleet
+	name    string
+	cfg     node.Config
+	mock    *fakecri.Runtime
+	kubelet *kubelet.Kubelet
+	logs    string // this node's pod logs folder
+	log     func(string, ...any)
+}
+
+// podCIDR gives node i a /24 of its own in 10.64.0.0/10, so pod IPs are
+// unique across the fleet (each mock runtime hands out its own range).
+func podCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
+
+func newMember(f *Fleet, i int, name string, client kubernetes.Interface, updates <-chan kubetypes.PodUpdate) (*member, error) {
+	o := f.o
+	m := &member{f: f, name: name, logs: filepath.Join(o.Dir, name)}
+	if o.NodeLog != nil {
+		m.log = o.NodeLog(name)
+	}
+	m.cfg = node.Config{
+		Name:     name,
+		Labels:   map[string]string{node.LabLabel: o.Lab},
+		Capacity: o.Capacity,
+	}
+	m.mock = fakecri.New(fakecri.WithPodCIDR(podCIDR(i)), fakecri.WithVersion("fakecri", "v0.1.0"))
+	k, err := kubelet.New(kubelet.Options{
+		NodeName: name, Client: client, CRI: cri.InProcess(name, m.mock, m.mock),
+		PodLogsDir: m.logs, HostIPs: []string{"127.0.0.1"},
+		RelistPeriod: o.RelistPeriod, HousekeepingPeriod: o.HousekeepingPeriod,
+		Updates: updates, Log: m.log,
+	})
+	if err != nil {
+		m.mock.Close()
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	m.kubelet = k
+	return m, nil
+}
+
+// register creates the Node (or finds it registered before), retrying
+// with the kubelet's back-off (100 ms doubling to 7 s) until ctx ends:
+// registerWithAPIServer never gives up either.
+func (m *member) register(ctx context.Context, client kubernetes.Interface) error {
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 7 * time.Second, Steps: 1 << 30}
+	return wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		_, _, err := node.Register(ctx, client, m.cfg.InitialNode(time.Now()))
+		if err != nil && ctx.Err() == nil {
+			m.f.log("register %s: %v (retrying)", m.name, err)
+			return false, nil
+		}
+		return err == nil, nil
+	})
+}
+
+// runHeartbeats renews the node's Lease (the kubelet's lease controller)
+// and keeps its status current, until ctx ends.
+func (m *member) runHeartbeats(ctx context.Context, heartbeat kubernetes.Interface, get func(context.Context, string) (*v1.Node, error)) {
+	ctl, _, err := lease.NewController(ctx, lease.Config{
+		Client: heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
+	})
+	if err != nil { // the durations were checked in New
+		m.f.log("lease %s: %v", m.name, err)
+		return
+	}
+	reporter := &node.StatusReporter{
+		Client: heartbeat, Node: m.cfg, UpdateFrequency: m.f.o.StatusUpdateFrequency, Get: get,
+		Log: func(format string, args ...any) { m.f.log(m.name+": "+format, args...) },
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx) }()
+	// The reporter reads the Node from the informer: wait until it is
+	// there rather than log a "not found" per node at start-up.
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := get(ctx, m.name)
+		return err == nil, nil
+	})
+	reporter.Run(ctx)
+	<-done
+}
+
+// runKubelet runs the node's kubelet until ctx ends.
+func (m *member) runKubelet(ctx context.Context) {
+	if err := m.kubelet.Run(ctx); err != nil {
+		m.f.log("kubelet %s: %v", m.name, err)
+	}
+}
+
+// close ends the mock runtime (its containers die with it) and removes
+// the pod logs the node wrote. Called after the kubelet has stopped.
+func (m *member) close() {
+	m.mock.Close()
+	os.RemoveAll(m.logs)
+}
