@@ -61,7 +61,7 @@ func openRuntime(ctx context.Context, kind, endpoint, podLogsDir, nodeDir string
 			return nil, fmt.Errorf("%s is up but its pod network is not ready (no CNI config?): restart it with %s", env.Endpoint, cri.UpHint)
 		}
 		crictl := "sudo " + crictlPath() + " --runtime-endpoint " + env.Endpoint
-		if env.File != "" {
+		if env.File != "" && endpoint == "" {
 			crictl = "sudo " + crictlPath() + " --config " + filepath.Join(filepath.Dir(env.File), "crictl.yaml")
 		}
 		return &nodeRuntime{cri: crc, podLogsDir: env.PodLogDir, crictl: crictl,
