@@ -43,7 +43,7 @@ type PodActions struct {
 	ContainersToKill map[kubecontainer.ContainerID]ContainerToKill
 }
 
-// ContainerToKill is containerToKillInfo (kuberuntime_manager.go:576).
+// ContainerToKill is containerToKillInfo (kuberuntime_manager.go:570).
 type ContainerToKill struct {
 	Name      string
 	Container *v1.Container
@@ -105,7 +105,7 @@ func (a PodActions) killOrder() []kubecontainer.ContainerID {
 }
 
 // ComputePodActions is computePodActions (kuberuntime_manager.go:1175-
-// 1386): compare the pod with what the runtime has and decide.
+// 1384): compare the pod with what the runtime has and decide.
 //
 //   - The sandbox is gone, not ready, or has the wrong network namespace
 //     (runtimeutil.PodSandboxChanged): kill everything and start over in a
@@ -130,7 +130,7 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		ContainersToStart: []int{}, ContainersToKill: map[kubecontainer.ContainerID]ContainerToKill{},
 	}
 
-	// A new sandbox: everything starts from scratch (:1214-1280).
+	// A new sandbox: everything starts from scratch (:1203-1261).
 	if createSandbox {
 		if !restartOnFailure(pod) && attempt != 0 && len(podStatus.ContainerStatuses) != 0 {
 			// restartPolicy Never and the pod ran: it is over, no new sandbox.
@@ -158,12 +158,12 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		return a
 	}
 
-	// Init containers first (:1300-1306).
+	// Init containers first (:1280-1287).
 	if initialized := m.computeInitContainerActions(pod, podStatus, &a); a.KillPod || !initialized {
 		return a
 	}
 
-	// The regular containers (:1308-1377).
+	// The regular containers (:1289-1375).
 	keep := 0
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -341,10 +341,10 @@ func (m *Manager) computeInitContainerActions(pod *v1.Pod, podStatus *kubecontai
 	return initialized
 }
 
-// initContainerFailed is isInitContainerFailed (kuberuntime_container.go):
-// exited non-zero, or unknown and never finished.
+// initContainerFailed is isInitContainerFailed (helpers.go:173): killed
+// for memory, exited non-zero, or in an unknown state.
 func initContainerFailed(s *kubecontainer.Status) bool {
-	if s.State == kubecontainer.ContainerStateExited && s.ExitCode != 0 {
+	if s.Reason == "OOMKilled" || (s.State == kubecontainer.ContainerStateExited && s.ExitCode != 0) {
 		return true
 	}
 	return s.State == kubecontainer.ContainerStateUnknown
@@ -364,7 +364,7 @@ func restartOnFailure(pod *v1.Pod) bool { return pod.Spec.RestartPolicy != v1.Re
 
 // runOnce: the container is not started again once it succeeded — the
 // pod's OnFailure policy, or the container's own (ContainerRestartRules,
-// on by default since 1.35) (:1232-1246).
+// on by default since 1.35) (:1219-1232).
 func runOnce(pod *v1.Pod, c *v1.Container) bool {
 	if utilfeature.DefaultFeatureGate.Enabled(features.ContainerRestartRules) && c.RestartPolicy != nil {
 		return *c.RestartPolicy == v1.ContainerRestartPolicyOnFailure

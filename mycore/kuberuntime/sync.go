@@ -14,7 +14,7 @@ import (
 )
 
 // SyncPod makes the runtime match the pod, the runtime manager's SyncPod
-// (kuberuntime_manager.go:1450-1855): decide everything first
+// (kuberuntime_manager.go:1450-1796): decide everything first
 // (ComputePodActions), then act, in this order:
 //
 //  1. compute the actions;
@@ -37,7 +37,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	actions := m.ComputePodActions(pod, podStatus)
 	m.log("computePodActions %s/%s: %s", pod.Namespace, pod.Name, actions.Describe(pod))
 
-	// Step 2: kill (:1467-1520).
+	// Step 2: kill (:1467-1526).
 	if actions.KillPod {
 		running := kubecontainer.ConvertPodStatusToRunningPod(runtimeName(podStatus), podStatus)
 		kill := m.KillPodWithSyncResult(ctx, pod, running, nil)
@@ -46,7 +46,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return result
 		}
 		if actions.CreateSandbox {
-			// A new sandbox runs every init container again (:1481).
+			// A new sandbox runs every init container again (:1482-1484).
 			m.purgeInitContainers(ctx, pod, podStatus)
 		}
 	} else {
@@ -64,7 +64,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		return result
 	}
 
-	// Step 3: a sandbox (:1538-1640). The containers' env gets the IPs of
+	// Step 3: a sandbox (:1545-1653). The containers' env gets the IPs of
 	// the sandbox they will run in: the new one's, not the pod cache's.
 	node.PodIPs = podStatus.IPs
 	sandboxID := actions.SandboxID
@@ -88,7 +88,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	}
 	sandboxCfg := m.SandboxConfig(pod, actions.Attempt)
 
-	// start is the helper of :1667-1725: back-off first, then start.
+	// start is the helper of :1687-1741: back-off first, then start.
 	start := func(c *v1.Container) error {
 		r := kubecontainer.NewSyncResult(kubecontainer.StartContainer, c.Name)
 		result.AddSyncResult(r)
@@ -109,14 +109,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	}
 
 	// Step 4: init containers, in order; a regular one that fails to start
-	// stops the sync (the next sync tries again), a sidecar does not (:1735-1750).
+	// stops the sync (the next sync tries again), a sidecar does not (:1751-1766).
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		if err := start(c); err != nil && !podutil.IsRestartableInitContainer(c) {
 			return result
 		}
 	}
-	// Step 5: the containers (:1775-1778).
+	// Step 5: the containers (:1790-1793).
 	for _, i := range actions.ContainersToStart {
 		_ = start(&pod.Spec.Containers[i]) // the error is in result
 	}

@@ -14,7 +14,7 @@ import (
 
 // StatusProvider is where workers find a pod's IP, its containers' IDs
 // and whether each has started: the status manager's cache
-// (status.Manager satisfies it), as upstream workers read it (:54).
+// (status.Manager satisfies it), as upstream workers read it (worker.go:219).
 type StatusProvider interface {
 	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
 }
@@ -36,7 +36,7 @@ type Options struct {
 }
 
 // Manager runs the probes of the node's pods (the kubelet's prober
-// manager, prober_manager.go:92). Its methods are safe for concurrent use.
+// manager, prober_manager.go:75-119). Its methods are safe for concurrent use.
 type Manager struct {
 	o      Options
 	log    func(format string, args ...any)
@@ -49,14 +49,14 @@ type Manager struct {
 	wg      sync.WaitGroup // one per running worker goroutine
 }
 
-// probeKey is probeKey (:131): one worker per pod, container and type.
+// probeKey is probeKey (:142): one worker per pod, container and type.
 type probeKey struct {
 	podUID    types.UID
 	container string
 	kind      probeType
 }
 
-// probeType is probeType (:138).
+// probeType is probeType (:149).
 type probeType int
 
 const (
@@ -95,7 +95,7 @@ func (m *Manager) Readiness() results.Manager { return m.o.Readiness }
 func (m *Manager) Startup() results.Manager   { return m.o.Startup }
 
 // AddPod starts a worker for every probe of the pod's containers and
-// sidecars that has none yet (:192-238). The kubelet calls it on every
+// sidecars that has none yet (:185-230). The kubelet calls it on every
 // SyncPod; a worker that exists is left alone (probe settings of a pod
 // never change).
 func (m *Manager) AddPod(pod *v1.Pod) {
@@ -124,18 +124,18 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 
 // StopLivenessAndStartup stops the pod's liveness and startup probes: a
 // pod being terminated must not have a container restarted by a probe
-// while it stops (:240-254). Readiness goes on, so the pod turns NotReady.
+// while it stops (:232-246). Readiness goes on, so the pod turns NotReady.
 func (m *Manager) StopLivenessAndStartup(pod *v1.Pod) {
 	m.stopWorkers(func(k probeKey) bool { return k.podUID == pod.UID && k.kind != readiness })
 }
 
-// RemovePod stops every probe of the pod (:256-270): its containers are
+// RemovePod stops every probe of the pod (:248-262): its containers are
 // stopped.
 func (m *Manager) RemovePod(pod *v1.Pod) {
 	m.stopWorkers(func(k probeKey) bool { return k.podUID == pod.UID })
 }
 
-// CleanupPods stops the probes of every pod not in desired (:272-281).
+// CleanupPods stops the probes of every pod not in desired (:264-273).
 func (m *Manager) CleanupPods(desired map[types.UID]bool) {
 	m.stopWorkers(func(k probeKey) bool { return !desired[k.podUID] })
 }
@@ -164,7 +164,7 @@ func (m *Manager) Stop() {
 	}
 }
 
-// Workers is how many probe workers run now (workerCount, :430).
+// Workers is how many probe workers run now (workerCount, :437).
 func (m *Manager) Workers() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -188,7 +188,7 @@ func (m *Manager) getWorker(uid types.UID, container string, kind probeType) (*w
 	return w, ok
 }
 
-// removeWorker is called by a worker as it exits (:423). A newer worker
+// removeWorker is called by a worker as it exits (:430). A newer worker
 // for the same key (AddPod after a stop) is not removed.
 func (m *Manager) removeWorker(w *worker) {
 	m.mu.Lock()
@@ -236,7 +236,7 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
 	}
 }
 
-// isContainerStarted (:284-304).
+// isContainerStarted (:275-296).
 func (m *Manager) isContainerStarted(pod *v1.Pod, c *v1.ContainerStatus) bool {
 	if c.State.Running == nil {
 		return false
@@ -253,7 +253,7 @@ func (m *Manager) isContainerStarted(pod *v1.Pod, c *v1.ContainerStatus) bool {
 	return !probed
 }
 
-// isReady is the readiness part of UpdatePodStatus (:342-376).
+// isReady is the readiness part of UpdatePodStatus (:341-375).
 func (m *Manager) isReady(pod *v1.Pod, c *v1.ContainerStatus, spec *v1.Container) bool {
 	if c.State.Running == nil {
 		return false
@@ -272,7 +272,7 @@ func (m *Manager) isReady(pod *v1.Pod, c *v1.ContainerStatus, spec *v1.Container
 	return ready
 }
 
-// readyOnKubeletRestart is setReadyStateOnKubeletRestart (:306-330): a
+// readyOnKubeletRestart is setReadyStateOnKubeletRestart (:301-330): a
 // container that ran before this node started and has no result yet keeps
 // being ready if the pod was, so a node restart does not flap readiness.
 func (m *Manager) readyOnKubeletRestart(ready *bool, pod *v1.Pod, c *v1.ContainerStatus, spec *v1.Container) {
@@ -290,7 +290,7 @@ func (m *Manager) readyOnKubeletRestart(ready *bool, pod *v1.Pod, c *v1.Containe
 }
 
 // startedBeforeNode: the container started more than 10 s before this
-// node did (kubeletRestartGracePeriod, :440).
+// node did (kubeletRestartGracePeriod, :448).
 func startedBeforeNode(started, nodeStart time.Time) bool {
 	return !started.IsZero() && started.Before(nodeStart.Add(-10*time.Second))
 }

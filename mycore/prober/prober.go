@@ -21,7 +21,7 @@ import (
 // again at once, up to three times, before the error counts.
 const maxProbeRetries = 3
 
-// prober runs one probe with the kubelet's own probers (prober.go:45).
+// prober runs one probe with the kubelet's own probers (prober.go:45-52).
 type prober struct {
 	exec   execprobe.Prober
 	http   httpprobe.Prober
@@ -30,11 +30,11 @@ type prober struct {
 }
 
 func newProber(runner kubecontainer.CommandRunner) *prober {
-	// false: an HTTP probe follows redirects only to the same host (:57).
+	// false: an HTTP probe follows redirects only to the same host (:60).
 	return &prober{exec: execprobe.New(), http: httpprobe.New(false), tcp: tcpprobe.New(), runner: runner}
 }
 
-// probe is probe (prober.go:81-127): Success or Failure, the probe's
+// probe is probe (prober.go:83-134): Success or Failure, the probe's
 // output, and an error if the probe could not run at all. A warning (an
 // HTTP redirect to another host) counts as success; an unknown result as
 // failure.
@@ -53,7 +53,7 @@ func (pb *prober) probe(ctx context.Context, kind probeType, pod *v1.Pod, status
 		output string
 		err    error
 	)
-	for range maxProbeRetries { // runProbeWithRetries (:131)
+	for range maxProbeRetries { // runProbeWithRetries (:138)
 		if res, output, err = pb.runProbe(ctx, spec, status, c, id); err == nil || ctx.Err() != nil {
 			break
 		}
@@ -67,7 +67,7 @@ func (pb *prober) probe(ctx context.Context, kind probeType, pod *v1.Pod, status
 	return results.Failure, output, nil
 }
 
-// runProbe is runProbe (prober.go:143-199): exec in the container, or an
+// runProbe is runProbe (prober.go:151-203): exec in the container, or an
 // HTTP GET or a TCP connect to the pod IP (the probe's host, if it names
 // one), each bounded by timeoutSeconds.
 func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus, c v1.Container, id kubecontainer.ContainerID) (probe.Result, string, error) {
@@ -75,7 +75,7 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, status v1.PodStatus
 	switch {
 	case p.Exec != nil:
 		// Only the container's literal env is expanded in the command:
-		// an exec probe sees no downward API (:150).
+		// an exec probe sees no downward API (:157).
 		cmd := kubecontainer.ExpandContainerCommandOnlyStatic(p.Exec.Command, c.Env)
 		return pb.exec.Probe(&execInContainer{run: func() ([]byte, error) { return pb.runner.RunInContainer(ctx, id, cmd, timeout) }})
 	case p.HTTPGet != nil:

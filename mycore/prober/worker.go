@@ -16,7 +16,7 @@ import (
 )
 
 // worker probes one container with one probe, every periodSeconds, until
-// it is stopped or the container will not run again (worker.go:38).
+// it is stopped or the container will not run again (worker.go:38-85).
 type worker struct {
 	m         *Manager
 	kind      probeType
@@ -25,7 +25,7 @@ type worker struct {
 	spec      *v1.Probe
 	results   results.Manager
 	// initial is the result a new container has before its first probe
-	// (:109-124): liveness Success (alive until proven dead), readiness
+	// (:113-125): liveness Success (alive until proven dead), readiness
 	// Failure (not ready until proven ready), startup Unknown.
 	initial results.Result
 
@@ -55,7 +55,7 @@ func newWorker(m *Manager, kind probeType, pod *v1.Pod, c v1.Container) *worker 
 	return w
 }
 
-// stop ends the worker; safe to call more than once (:226).
+// stop ends the worker; safe to call more than once (:206).
 func (w *worker) stop() { w.stopOnce.Do(w.cancel) }
 
 func (w *worker) stopping() bool { return w.ctx.Err() != nil }
@@ -106,7 +106,7 @@ func (w *worker) run() {
 }
 
 // doProbe probes the container once and records the result; false means
-// the worker is done (:239-397).
+// the worker is done (:215-394).
 func (w *worker) doProbe() (keepGoing bool) {
 	status, ok := w.m.o.Status.GetPodStatus(w.pod.UID)
 	if !ok {
@@ -124,7 +124,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 	sidecar := podutil.IsRestartableInitContainer(&w.container) && containerSpec(w.pod.Spec.InitContainers, w.container.Name) != nil
 
 	// A new container (first one, or a restart): start over from the
-	// initial result (:275-313).
+	// initial result (:250-292).
 	if w.containerID.String() != c.ContainerID {
 		if !w.containerID.IsEmpty() {
 			w.results.Remove(w.containerID)
@@ -149,7 +149,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 		if !w.containerID.IsEmpty() {
 			w.results.Set(w.containerID, results.Failure, w.pod)
 		}
-		// Keep going only if the container may run again (:323-335).
+		// Keep going only if the container may run again (:303-314).
 		if c.State.Terminated == nil || sidecar {
 			return true
 		}
@@ -160,7 +160,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 	}
 
 	// A pod being deleted: liveness and startup say Success once and stop,
-	// so nothing restarts a container that is being stopped (:337-348).
+	// so nothing restarts a container that is being stopped (:317-328).
 	if w.pod.DeletionTimestamp != nil && (w.kind == liveness || w.kind == startup) {
 		w.results.Set(w.containerID, results.Success, w.pod)
 		return false
@@ -168,7 +168,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 	if int32(time.Since(c.State.Running.StartedAt.Time).Seconds()) < w.spec.InitialDelaySeconds {
 		return true
 	}
-	// The startup probe gates the others (:355-365).
+	// The startup probe gates the others (:335-346).
 	if c.Started != nil && *c.Started {
 		if w.kind == startup {
 			return true // started: nothing left to find out
@@ -211,7 +211,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 	if (w.kind == liveness && result == results.Failure) || w.kind == startup {
 		// Failed liveness: the container will be killed; probing it while
 		// it stops helps nobody. Startup: decided. Wait for a new
-		// container (:381-394).
+		// container (:380-391).
 		w.onHold, w.resultRun = true, 0
 	}
 	return true
