@@ -72,21 +72,9 @@ type joined struct {
 	elapsed time.Duration // start (token) → Ready
 }
 
-// lockedWriter serialises the heartbeat goroutines' lines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
-}
-
 func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) error {
 	start := time.Now()
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
 		return fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
 	}
@@ -118,12 +106,12 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 	jctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
-	out.printf("%s TLS bootstrap", at())
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("%s TLS bootstrap", at())
 	res, err := bootstrap.Join(jctx, bootstrap.JoinOptions{
 		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir, Approve: approve,
 		Timeout: o.timeout, Force: o.forceBootstrap,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) },
+		Log: out.Indented(),
 	})
 	if err != nil {
 		return err
@@ -142,7 +130,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 	var lastMu sync.Mutex
 	agent, err := node.NewAgent(nodeCfg, node.AgentOptions{
 		Node: cfgNode, LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery,
-		Log: func(f string, a ...any) { out.printf("  "+time.Now().Format("15:04:05.0")+" "+f, a...) },
+		Log: func(f string, a ...any) { out.Printf("  "+time.Now().Format("15:04:05.0")+" "+f, a...) },
 		OnRenewal: func(r lease.Renewal) {
 			lastMu.Lock()
 			gap := ""
@@ -155,15 +143,15 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 			lastMu.Unlock()
 			switch {
 			case r.Err != nil:
-				out.printf("  %s lease %s failed: %v (the lease controller retries)", r.Time.Format("15:04:05.0"), r.Verb, r.Err)
+				out.Printf("  %s lease %s failed: %v (the lease controller retries)", r.Time.Format("15:04:05.0"), r.Verb, r.Err)
 			case r.Status >= 300:
-				out.printf("  %s lease %s failed: HTTP %d (the lease controller retries)", r.Time.Format("15:04:05.0"), r.Verb, r.Status)
+				out.Printf("  %s lease %s failed: HTTP %d (the lease controller retries)", r.Time.Format("15:04:05.0"), r.Verb, r.Status)
 			default:
-				out.printf("  %s lease %sd%s", r.Time.Format("15:04:05.0"), r.Verb, gap)
+				out.Printf("  %s lease %sd%s", r.Time.Format("15:04:05.0"), r.Verb, gap)
 			}
 		},
 		OnStatusPatched: func(n *v1.Node) {
-			out.printf("  %s status posted: %s", time.Now().Format("15:04:05.0"), conditions(n))
+			out.Printf("  %s status posted: %s", time.Now().Format("15:04:05.0"), conditions(n))
 		},
 	})
 	if err != nil {
@@ -174,11 +162,11 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 		return err
 	}
 	if created {
-		out.printf("%s register    Node %s created", at(), n.Name)
+		out.Printf("%s register    Node %s created", at(), n.Name)
 	} else {
-		out.printf("%s register    Node %s: create said AlreadyExists (registered %s), so we read it and go on with it", at(), n.Name, n.CreationTimestamp.Format(time.RFC3339))
+		out.Printf("%s register    Node %s: create said AlreadyExists (registered %s), so we read it and go on with it", at(), n.Name, n.CreationTimestamp.Format(time.RFC3339))
 	}
-	out.printf("%s heartbeat   status every %s (written on change, or every %s); lease kube-node-lease/%s: %s, renewed every %s (= %.2f × %s)",
+	out.Printf("%s heartbeat   status every %s (written on change, or every %s); lease kube-node-lease/%s: %s, renewed every %s (= %.2f × %s)",
 		at(), o.statusEvery, node.DefaultStatusReportFrequency, o.nodeName, agent.LeaseDuration, agent.RenewInterval, lease.RenewIntervalFraction, agent.LeaseDuration)
 	if err := agent.Start(ctx); err != nil {
 		return err
@@ -206,17 +194,17 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) err
 	if res.Skipped {
 		how = "TLS bootstrap skipped: credentials were valid"
 	}
-	out.printf("node %s is Ready, %s after start (%s)", o.nodeName, elapsed.Round(10*time.Millisecond), how)
-	out.printf("  kubectl get nodes %s -o wide", o.nodeName)
-	out.printf("  kubectl get lease -n kube-node-lease %s -w", o.nodeName)
-	out.printf("heartbeats (Ctrl-C to stop; the node turns Ready=Unknown one node-monitor-grace-period after the last):")
+	out.Printf("node %s is Ready, %s after start (%s)", o.nodeName, elapsed.Round(10*time.Millisecond), how)
+	out.Printf("  kubectl get nodes %s -o wide", o.nodeName)
+	out.Printf("  kubectl get lease -n kube-node-lease %s -w", o.nodeName)
+	out.Printf("heartbeats (Ctrl-C to stop; the node turns Ready=Unknown one node-monitor-grace-period after the last):")
 	if onReady != nil {
 		onReady(&joined{join: res, agent: agent, created: created, elapsed: elapsed})
 	}
 
 	<-ctx.Done()
 	agent.Stop()
-	out.printf("stopped at %s: no more heartbeats. The Node and its Lease stay, as when a kubelet dies.", time.Now().Format("15:04:05"))
+	out.Printf("stopped at %s: no more heartbeats. The Node and its Lease stay, as when a kubelet dies.", time.Now().Format("15:04:05"))
 	return nil
 }
 

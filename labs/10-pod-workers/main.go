@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -88,7 +87,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.timeout <= 0 || o.relist <= 0 || o.resync <= 0 || o.backOff <= 0 || o.housekeeping <= 0 {
 		return fmt.Errorf("--timeout, --relist-period, --sync-frequency, --backoff and --housekeeping must be positive")
 	}
@@ -98,9 +97,9 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "10-pod-workers", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -127,7 +126,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	defer crc.Close()
-	out.printf("mock CRI runtime on %s (control API: %s)", mock.Endpoint(), mock.ControlSocketPath())
+	out.Printf("mock CRI runtime on %s (control API: %s)", mock.Endpoint(), mock.ControlSocketPath())
 
 	// 3. The PLEG: relists the runtime every period and writes each pod's
 	// status into the pod cache — the cache every pod worker waits on.
@@ -135,17 +134,17 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	events := make(chan *pleg.PodLifecycleEvent, 1000) // plegChannelCapacity, kubelet.go:205
 	gen := pleg.NewGenericPLEG(klog.Background(), runtime.New(crc), events,
 		&pleg.RelistDuration{RelistPeriod: o.relist, RelistThreshold: 3 * time.Minute}, cache, clock.RealClock{}).(*pleg.GenericPLEG)
-	out.printf("PLEG relists every %s into the pod cache", o.relist)
+	out.Printf("PLEG relists every %s into the pod cache", o.relist)
 
 	// 4. The pod workers, with a syncer that acts on the mock.
-	printf := out.printf
+	printf := out.Printf
 	if o.quiet {
 		printf = func(string, ...any) {}
 	}
 	stamped := func(f string, a ...any) { printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
 	k := &miniKubelet{
 		client: client, pods: kubepod.NewBasicPodManager(), printf: stamped,
-		say:      func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+f, a...) },
+		say:      out.Stamped,
 		finished: make(chan podworkers.Event, 1000),
 	}
 	workers, err := podworkers.New(podworkers.Options{
@@ -164,9 +163,9 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 
 	// 5. The pods bound to this node, as lab 09 watches them.
 	updates := podconfig.Watch(ctx, j.Client, o.nodeName)
-	out.printf("pod workers: resync every %s, back-off %s; watching pods with spec.nodeName=%s. Try, in another terminal:", o.resync, o.backOff, o.nodeName)
-	out.printf("  kubectl apply -f labs/10-pod-workers/oneshot.yaml")
-	out.printf("  kubectl apply -f labs/10-pod-workers/slowstop.yaml && kubectl delete pod slowstop --wait=false")
+	out.Printf("pod workers: resync every %s, back-off %s; watching pods with spec.nodeName=%s. Try, in another terminal:", o.resync, o.backOff, o.nodeName)
+	out.Printf("  kubectl apply -f labs/10-pod-workers/oneshot.yaml")
+	out.Printf("  kubectl apply -f labs/10-pod-workers/slowstop.yaml && kubectl delete pod slowstop --wait=false")
 	if onReady != nil {
 		onReady(&lab{node: j, mock: mock, cri: crc, workers: workers, pods: k.pods})
 	}
@@ -177,18 +176,6 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	k.syncLoop(ctx, updates, events, housekeeping.C, o.quiet)
 	for range updates { // the source closes it once its goroutines are gone
 	}
-	out.printf("stopped: the Node and its pods stay in the apiserver; the mock runtime and its containers are gone")
+	out.Printf("stopped: the Node and its pods stay in the apiserver; the mock runtime and its containers are gone")
 	return nil
-}
-
-// lockedWriter serialises lines from the workers' goroutines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

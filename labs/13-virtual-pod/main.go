@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -75,7 +74,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.timeout <= 0 || o.cacheTick <= 0 || o.statusSync <= 0 || o.housekeeping <= 0 {
 		return errors.New("--timeout, --cache-tick, --status-sync and --housekeeping must be positive")
 	}
@@ -86,16 +85,16 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
-	logf := func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
+	logf := out.Stamped
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "13-virtual-pod", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
-	defer out.printf("stopped: the Node and its pods stay in the apiserver; work still running here was cancelled")
+	defer out.Printf("stopped: the Node and its pods stay in the apiserver; work still running here was cancelled")
 	defer j.Stop()
 	var hostIPs []string
 	for _, a := range j.Node.Status.Addresses {
@@ -138,8 +137,8 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 
 	// 4. The pods bound to this node.
 	updates := podconfig.Watch(loopCtx, j.Client, o.nodeName)
-	out.printf("node %s runs `http-get URL` as its only program; try, in another terminal:", o.nodeName)
-	out.printf("  kubectl apply -f labs/13-virtual-pod/readyz.yaml && kubectl get pod readyz -w")
+	out.Printf("node %s runs `http-get URL` as its only program; try, in another terminal:", o.nodeName)
+	out.Printf("  kubectl apply -f labs/13-virtual-pod/readyz.yaml && kubectl get pod readyz -w")
 	if onReady != nil {
 		onReady(&lab{node: j, status: statusMgr, rt: rt})
 	}
@@ -153,16 +152,4 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	for range updates { // the source closes it once its goroutines are gone
 	}
 	return nil
-}
-
-// lockedWriter serialises lines from many goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

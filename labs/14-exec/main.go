@@ -30,7 +30,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -96,7 +95,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.timeout <= 0 || o.denyTTL <= 0 {
 		return errors.New("--timeout and --authorization-webhook-cache-unauthorized-ttl must be positive")
 	}
@@ -139,7 +138,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	defer rt.close()
-	out.printf("runtime: %s", rt.describe)
+	out.Printf("runtime: %s", rt.describe)
 	// Upstream's stream proxies and the PLEG log through klog: to a file,
 	// not between our lines.
 	restore, err := logToFile(filepath.Join(dir, "klog.log"))
@@ -154,10 +153,10 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if o.websockets {
 		features = []string{server.WebSocketsFeature}
 	}
-	out.printf("joining %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.nodeName, ip, port, orNone(features))
+	out.Printf("joining %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.nodeName, ip, port, orNone(features))
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "14-exec", Timeout: o.timeout,
 		InternalIP: ip.String(), DaemonPort: int32(port), DeclaredFeatures: features,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -169,7 +168,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	sc, err := server.ServingCertificate(ctx, server.ServingCertOptions{
 		NodeName: o.nodeName, Client: j.Client, IPs: []net.IP{ip}, Dir: j.Dir, CA: ca,
 		Approve: server.AdminApprover(admin), Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) },
+		Log: out.Indented(),
 	})
 	if err != nil {
 		return err
@@ -184,7 +183,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	}
 
 	// 5. The kubelet of chapter 3 on the runtime.
-	logf := func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" kubelet  "+f, a...) }
+	logf := func(f string, a ...any) { out.Printf(time.Now().Format("15:04:05.000")+" kubelet  "+f, a...) }
 	if o.quietKubelet {
 		logf = func(string, ...any) {}
 	}
@@ -200,26 +199,26 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		NodeName: o.nodeName, Listener: ln, Certificate: sc.Certificate, ClientCA: ca, Client: j.Client,
 		Pods: k.Pods(), Runtime: rt.cri.Runtime, WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL,
 		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error { return k.Healthy() })},
-		Log:          func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" server   "+f, a...) },
+		Log:          func(f string, a ...any) { out.Printf(time.Now().Format("15:04:05.000")+" server   "+f, a...) },
 	})
 	if err != nil {
 		return err
 	}
 	url := fmt.Sprintf("https://%s", net.JoinHostPort(ip.String(), fmt.Sprint(port)))
-	out.printf("node server on %s: TLS with the certificate of %s; clients need a certificate from the cluster CA; every request is a SubjectAccessReview", url, sc.Path)
-	out.printf("Try, in another terminal:")
-	out.printf("  kubectl apply -f labs/14-exec/shell.yaml && kubectl wait --for=condition=Ready pod/shell")
-	out.printf("  kubectl exec shell -- echo hi")
-	out.printf("  kubectl exec shell -- sh -c 'exit 3'; echo \"exit code $?\"")
-	out.printf("  kubectl exec -it shell -- sh")
-	out.printf("  kubectl logs -f shell")
-	out.printf("  kubectl port-forward pod/shell 8080:8080   # then, in a third terminal: curl -s localhost:8080/hostname")
-	out.printf("and knock on the node server yourself, with curl:")
-	out.printf("  D=%s N=%s", j.Dir, url)
-	out.printf("  curl -sS --cacert $D/ca.crt $N/pods                                           # no client certificate")
-	out.printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/pods   # %s: no RBAC rights", VisitorUser)
-	out.printf("  kubectl create clusterrolebinding %s --clusterrole=system:kubelet-api-admin --user=%s", VisitorUser, VisitorUser)
-	out.printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/containerLogs/default/shell/nosuch")
+	out.Printf("node server on %s: TLS with the certificate of %s; clients need a certificate from the cluster CA; every request is a SubjectAccessReview", url, sc.Path)
+	out.Printf("Try, in another terminal:")
+	out.Printf("  kubectl apply -f labs/14-exec/shell.yaml && kubectl wait --for=condition=Ready pod/shell")
+	out.Printf("  kubectl exec shell -- echo hi")
+	out.Printf("  kubectl exec shell -- sh -c 'exit 3'; echo \"exit code $?\"")
+	out.Printf("  kubectl exec -it shell -- sh")
+	out.Printf("  kubectl logs -f shell")
+	out.Printf("  kubectl port-forward pod/shell 8080:8080   # then, in a third terminal: curl -s localhost:8080/hostname")
+	out.Printf("and knock on the node server yourself, with curl:")
+	out.Printf("  D=%s N=%s", j.Dir, url)
+	out.Printf("  curl -sS --cacert $D/ca.crt $N/pods                                           # no client certificate")
+	out.Printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/pods   # %s: no RBAC rights", VisitorUser)
+	out.Printf("  kubectl create clusterrolebinding %s --clusterrole=system:kubelet-api-admin --user=%s", VisitorUser, VisitorUser)
+	out.Printf("  curl -sS --cacert $D/ca.crt --cert $D/visitor.crt --key $D/visitor.key $N/containerLogs/default/shell/nosuch")
 
 	if onReady != nil {
 		onReady(&lab{node: j, kubelet: k, server: srv, visitor: vis, caFile: caFile})
@@ -235,7 +234,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err := errors.Join(runErr, <-served); err != nil {
 		return err
 	}
-	out.printf("stopped: the Node stays (NotReady after its lease expires); pods keep running in the runtime when it is containerd")
+	out.Printf("stopped: the Node stays (NotReady after its lease expires); pods keep running in the runtime when it is containerd")
 	return nil
 }
 
@@ -298,18 +297,6 @@ func logToFile(path string) (restore func(), err error) {
 		klog.SetOutput(os.Stderr)
 		f.Close()
 	}, nil
-}
-
-// lockedWriter serialises lines from the kubelet's goroutines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }
 
 func orNone(s []string) string {
