@@ -66,11 +66,10 @@ func (a PodActions) Describe(pod *v1.Pod) string {
 	case a.KillPod:
 		parts = append(parts, "kill the pod (what runs, then the sandbox): nothing is left to run")
 	}
-	if !a.KillPod {
-		for _, id := range a.killOrder() {
-			k := a.ContainersToKill[id]
-			parts = append(parts, fmt.Sprintf("kill %s (%s)", k.Name, k.Message))
-		}
+	// With KillPod these die with the pod; their reasons still say why.
+	for _, id := range a.killOrder() {
+		k := a.ContainersToKill[id]
+		parts = append(parts, fmt.Sprintf("kill %s (%s)", k.Name, k.Message))
 	}
 	names := func(list []v1.Container, idx []int) string {
 		var n []string

@@ -131,7 +131,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		liveness: results{"a-id": proberesults.Failure},
 		killPod:  true, kill: map[string]kuberuntime.KillReason{"a": kuberuntime.ReasonLivenessProbe},
-		describe: "kill the pod",
+		describe: "nothing is left to run; kill a (Container a failed liveness probe)",
 	}, {
 		name: "startup failed: kill and restart",
 		pod:  actionsPod(v1.RestartPolicyOnFailure, nil, "a"),
