@@ -38,7 +38,13 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	// Every probe of the pod gets its worker (kubelet.go:2214); AddPod
 	// leaves existing ones alone.
 	k.probes.AddPod(pod)
-	result := k.manager.SyncPod(ctx, pod, podStatus, k.nodeInfo(), k.backOff)
+	// Not cancelled with the sync (kubelet.go:2216-2222): the workers
+	// cancel a sync when the pod starts terminating, and a CRI call cut off
+	// client-side leaves the runtime finishing it alone — a container
+	// started after the kill that should have stopped it. The runtime's
+	// part of the sync always runs to its end; the CRI calls have their
+	// own timeouts.
+	result := k.manager.SyncPod(context.WithoutCancel(ctx), pod, podStatus, k.nodeInfo(), k.backOff)
 	k.reasons.update(pod.UID, result)
 	err := result.Error()
 	if err != nil {
