@@ -17,11 +17,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -84,7 +82,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := &lockedWriter{w: w}
+	out := labenv.NewPrinter(w)
 	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit {
 		return errors.New("--timeout, --relist-period and --backoff-initial must be positive, --backoff-max at least --backoff-initial")
 	}
@@ -102,16 +100,16 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	defer rt.close()
-	out.printf("runtime: %s", rt.describe)
+	out.Printf("runtime: %s", rt.describe)
 
 	// 2. The node, as lab 05 makes it; from here on we are system:node:NAME.
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "17-sync-pod", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -119,16 +117,15 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 
 	// 3. The kubelet: chapter 3's node, now with computePodActions deciding
 	// each sync and a probe manager feeding it.
-	stamp := func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
 	k, err := kubelet.New(kubelet.Options{
 		NodeName: o.nodeName, Client: j.Client, CRI: rt.cri, PodLogsDir: rt.podLogsDir,
 		HostIPs: internalIPs(j.Node), RelistPeriod: o.relist,
-		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, Log: stamp,
+		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, Log: out.Stamped,
 	})
 	if err != nil {
 		return err
 	}
-	out.printf("crash-loop back-off %s doubling to %s (the kubelet's: 10s to 5m); PLEG relist every %s", o.backOffInit, o.backOffMax, o.relist)
+	out.Printf("crash-loop back-off %s doubling to %s (the kubelet's: 10s to 5m); PLEG relist every %s", o.backOffInit, o.backOffMax, o.relist)
 	hints(out, o, rt)
 	if onReady != nil {
 		onReady(&lab{node: j, kubelet: k, rt: rt})
@@ -138,26 +135,26 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err := k.Run(ctx); err != nil {
 		return err
 	}
-	out.printf("stopped: pods keep running in the runtime (as when a kubelet restarts)")
+	out.Printf("stopped: pods keep running in the runtime (as when a kubelet restarts)")
 	return nil
 }
 
 // hints prints what to try, with this runtime's crictl and image ID.
-func hints(out *lockedWriter, o options, rt *nodeRuntime) {
-	out.printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.nodeName)
-	out.printf("  kubectl apply -f labs/17-sync-pod/liveness.yaml -f labs/17-sync-pod/readiness.yaml -f labs/17-sync-pod/startup.yaml -f labs/17-sync-pod/crashloop.yaml")
+func hints(out *labenv.Printer, o options, rt *nodeRuntime) {
+	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.nodeName)
+	out.Printf("  kubectl apply -f labs/17-sync-pod/liveness.yaml -f labs/17-sync-pod/readiness.yaml -f labs/17-sync-pod/startup.yaml -f labs/17-sync-pod/crashloop.yaml")
 	if o.runtime == "containerd" {
-		out.printf("  kubectl apply -f labs/17-sync-pod/web.yaml          # HTTP and TCP probes against the pod IP")
+		out.Printf("  kubectl apply -f labs/17-sync-pod/web.yaml          # HTTP and TCP probes against the pod IP")
 	}
-	out.printf("  kubectl get pods -o wide -w")
-	out.printf("Change what the exec probes see, in a container of pod P:")
-	out.printf("  CRICTL=%q", rt.crictl)
-	out.printf("  $CRICTL exec $($CRICTL ps -q --name app --label io.kubernetes.pod.name=P) touch /tmp/sick")
+	out.Printf("  kubectl get pods -o wide -w")
+	out.Printf("Change what the exec probes see, in a container of pod P:")
+	out.Printf("  CRICTL=%q", rt.crictl)
+	out.Printf("  $CRICTL exec $($CRICTL ps -q --name app --label io.kubernetes.pod.name=P) touch /tmp/sick")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if st, err := rt.cri.Images.ImageStatus(rt.cri.Context(ctx), &runtimeapi.ImageSpec{Image: mockBusyboxImage}, false); err == nil && st.GetImage() != nil {
-		out.printf("The same busybox by its ID is another image string, so another spec hash (a restart):")
-		out.printf("  kubectl set image pod/liveness app=%s", st.GetImage().GetId())
+		out.Printf("The same busybox by its ID is another image string, so another spec hash (a restart):")
+		out.Printf("  kubectl set image pod/liveness app=%s", st.GetImage().GetId())
 	}
 }
 
@@ -170,16 +167,4 @@ func internalIPs(n *v1.Node) []string {
 		}
 	}
 	return ips
-}
-
-// lockedWriter serialises lines from the kubelet's goroutines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

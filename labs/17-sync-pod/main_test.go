@@ -10,11 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,82 +30,10 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// noLeaks checks, after every other cleanup of the test (cleanups run last
-// registered first), that the lab left no goroutine behind. The shared
-// control plane is started first so its own goroutines are not counted.
-func noLeaks(t *testing.T) {
-	testenv.ControlPlane(t)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		// An HTTP probe cut short by its timeout leaves net/http dialing on
-		// (it keeps the connection for a later request) until the connect
-		// fails — a few seconds for a pod IP that is gone. Not a worker of
-		// the lab, and it ends by itself: wait for it, then check.
-		deadline := time.Now().Add(30 * time.Second)
-		for strayDials() && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		goleak.VerifyNone(t, ignore,
-			// client-go keeps one HTTP/2 connection per TLS config in a
-			// process-wide transport cache; its read loop idles until the
-			// server closes it. Not a goroutine of the lab.
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
-	})
-}
-
 // strayDials: some goroutine is net/http dialing for a request that ended.
 func strayDials() bool {
 	buf := make([]byte, 1<<20)
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "net/http.(*Transport).dialConnFor")
-}
-
-// lines records the lab's output, each line with the time it was written.
-type lines struct {
-	mu   sync.Mutex
-	buf  strings.Builder
-	seen []stamped
-}
-
-type stamped struct {
-	at   time.Time
-	line string
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		l.seen = append(l.seen, stamped{time.Now(), s})
-	}
-	return len(p), nil
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// first is the time of the first line after since that contains all parts.
-func (l *lines) first(since time.Time, parts ...string) (time.Time, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-outer:
-	for _, s := range l.seen {
-		if s.at.Before(since) {
-			continue
-		}
-		for _, p := range parts {
-			if !strings.Contains(s.line, p) {
-				continue outer
-			}
-		}
-		return s.at, true
-	}
-	return time.Time{}, false
 }
 
 // testRuntime is one runtime the lab runs on: the course's containerd
@@ -143,12 +69,12 @@ func runtimes() []runtimeCase {
 
 type running struct {
 	lab *lab
-	out *lines
+	out *testenv.Lines
 	rt  testRuntime
 }
 
 // startLab runs the lab in-process as node name, with a fast back-off.
-func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duration, out *lines) *running {
+func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duration) *running {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	// A short folder: the mock's socket lives in it (108 bytes at most).
@@ -158,28 +84,13 @@ func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duratio
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Setenv(state.EnvVar, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan *lab, 1)
-	errc := make(chan error, 1)
 	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, runtime: rt.runtime, endpoint: rt.endpoint,
 		podLogsDir: filepath.Join(dir, "pod-logs"), timeout: time.Minute, relist: time.Second,
 		backOffInit: time.Second, backOffMax: backOffMax}
-	go func() { errc <- run(ctx, o, out, func(l *lab) { ready <- l }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
+	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
+		return run(ctx, o, out, onReady)
 	})
-	select {
-	case l := <-ready:
-		return &running{lab: l, out: out}
-	case err := <-errc:
-		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("not ready after 2m:\n%s", out)
-	}
-	return nil
+	return &running{lab: l.L, out: l.Out, rt: rt}
 }
 
 // setup is what every test starts with: the runtime, a namespace of its
@@ -189,15 +100,19 @@ func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duratio
 func setup(t *testing.T, rc runtimeCase, prefix string, backOffMax time.Duration) (*running, kubernetes.Interface, string) {
 	t.Helper()
 	rt := rc.setup(t)
-	noLeaks(t)
-	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
-	out := &lines{}
-	t.Cleanup(func() { // runs after every later cleanup, so it sees their failures too
-		if t.Failed() || os.Getenv("LAB17_OUTPUT") != "" {
-			t.Logf("lab output:\n%s", out)
+	testenv.NoLeaks(t)
+	// An HTTP probe cut short by its timeout leaves net/http dialing on
+	// (it keeps the connection for a later request) until the connect
+	// fails — a few seconds for a pod IP that is gone. Not a goroutine of
+	// the lab, and it ends by itself: wait for it before the leak check.
+	t.Cleanup(func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for strayDials() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
+	admin := testenv.AdminClient(t)
+	ns := namespace(t, admin)
 	if rt.real {
 		cleanRuntime(t, critest.Dial(t, rt.critest), ns)
 	}
@@ -207,9 +122,7 @@ func setup(t *testing.T, rc runtimeCase, prefix string, backOffMax time.Duration
 		}
 		return -1
 	}, strings.Replace(rt.name, "containerd", "c", 1))
-	r := startLab(t, rt, prefix+suffix, backOffMax, out)
-	r.rt = rt
-	return r, admin, ns
+	return startLab(t, rt, prefix+suffix, backOffMax), admin, ns
 }
 
 // deleteAll deletes the namespace's pods and waits until the node has
@@ -390,9 +303,9 @@ func TestProbes(t *testing.T) {
 			if lt := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; lt == nil || lt.ExitCode != 143 {
 				t.Errorf("liveness lastState %+v, want terminated with 143 (the trap's exit at SIGTERM)", p.Status.ContainerStatuses[0].LastTerminationState)
 			}
-			failedAt, ok1 := r.out.first(sick, "liveness", ns+"/liveness", "Success → Failure")
-			killAt, ok2 := r.out.first(sick, "computePodActions "+ns+"/liveness", "kill app (Container app failed liveness probe, will be restarted); start app")
-			startAt, ok3 := r.out.first(sick, "CreateContainer + StartContainer liveness/app", "restartCount 1")
+			failedAt, ok1 := r.out.First(sick, "liveness", ns+"/liveness", "Success → Failure")
+			killAt, ok2 := r.out.First(sick, "computePodActions "+ns+"/liveness", "kill app (Container app failed liveness probe, will be restarted); start app")
+			startAt, ok3 := r.out.First(sick, "CreateContainer + StartContainer liveness/app", "restartCount 1")
 			if !ok1 || !ok2 || !ok3 {
 				t.Errorf("output lacks the liveness failure (%v), the sync's decision (%v) or the restart (%v)", ok1, ok2, ok3)
 			} else {
@@ -429,7 +342,7 @@ func TestProbes(t *testing.T) {
 			if cs := p.Status.ContainerStatuses[0]; started(&cs) || ready(p) {
 				t.Fatalf("startup: started=%v ready=%v before the startup probe succeeded", started(&cs), ready(p))
 			}
-			if _, ok := r.out.first(time.Time{}, "readiness", ns+"/startup", "→ Success"); ok {
+			if _, ok := r.out.First(time.Time{}, "readiness", ns+"/startup", "→ Success"); ok {
 				t.Errorf("the readiness probe of %s/startup ran before the container started", ns)
 			}
 			at := time.Now()
@@ -457,7 +370,7 @@ func TestProbes(t *testing.T) {
 			}
 
 			// The slow probe timed out, each time, and was a failure.
-			if _, ok := r.out.first(time.Time{}, "readiness", ns+"/slowprobe", "failure 1/1", "timed out after 1s"); !ok {
+			if _, ok := r.out.First(time.Time{}, "readiness", ns+"/slowprobe", "failure 1/1", "timed out after 1s"); !ok {
 				t.Errorf("output lacks the readiness timeout of %s/slowprobe", ns)
 			}
 			if p := podIs(t, admin, ns, "slowprobe", "running", time.Minute, isRunning); ready(p) {
@@ -614,7 +527,7 @@ func TestSpecHashChange(t *testing.T) {
 				return cs.RestartCount == 1 && cs.State.Running != nil
 			})
 			t.Logf("%s: image → %s: restarted in %s", rt.name, id[:19], time.Since(at).Round(time.Millisecond))
-			if _, ok := r.out.first(at, "computePodActions "+ns+"/liveness", "definition changed", "will be restarted"); !ok {
+			if _, ok := r.out.First(at, "computePodActions "+ns+"/liveness", "definition changed", "will be restarted"); !ok {
 				t.Errorf("output lacks the definition-changed decision")
 			}
 			var running []*runtimeapi.Container
@@ -659,7 +572,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
 			tc.edit(&o)
-			err := run(context.Background(), o, &lines{}, nil)
+			err := run(context.Background(), o, io.Discard, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error naming %q, got %v", tc.want, err)
 			}
