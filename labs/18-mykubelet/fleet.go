@@ -9,7 +9,12 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
@@ -33,6 +38,7 @@ type fleetOptions struct {
 	every        time.Duration
 	logNode      string
 	statsFile    string
+	sharedID     bool
 }
 
 func (o *fleetOptions) register(fs *flag.FlagSet) {
@@ -46,6 +52,7 @@ func (o *fleetOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often each node checks its status (written only when it changed, or every 5m) (kubelet: 10s)")
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
+	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
 
@@ -86,7 +93,7 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	fo := fleet.Options{
 		Config: cfg, Nodes: o.nodes, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.relist,
-		Calls: calls, Log: func(f string, a ...any) { out.printf("fleet   "+f, a...) },
+		SharedIdentity: o.sharedID, Calls: calls, Log: func(f string, a ...any) { out.printf("fleet   "+f, a...) },
 	}
 	if o.logNode != "" {
 		fo.NodeLog = func(name string) func(string, ...any) {
@@ -105,7 +112,11 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
 	}
 	out.printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.nodes-1), o.relist)
-	out.printf("one credential for all (%s), one connection, %s for pods; leases and node status unlimited", cfg.Host, limit)
+	who := "each node impersonates system:node:NAME (checked and queued by the apiserver as a kubelet)"
+	if o.sharedID {
+		who = "every node acts as the kubeconfig's own user (no per-node checks)"
+	}
+	out.printf("one credential and one connection to %s for all: %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
 	out.printf("pods bound to them run on the mock. Try, in another terminal:")
 	out.printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
 	out.printf("  kubectl run web --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
@@ -129,10 +140,19 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 		defer t.Stop()
 		tick = t.C
 	}
+	// klog is one logger for the whole process: quiet it once we stop, or
+	// every node's lease controller logs that its last renewal was
+	// cancelled — a thousand lines that say nothing.
+	stopping := quietKlogOnStop()
+	defer klog.ClearLogger()
+	done := ctx.Done()
 	var runErr error
 loop:
 	for {
 		select {
+		case <-done:
+			stopping()
+			done = nil
 		case <-tick:
 			counts := calls.Counts()
 			wasted := fleet.WastedOf(counts)
@@ -161,6 +181,38 @@ loop:
 		}
 	}
 	return runErr
+}
+
+// quietKlogOnStop sends klog through a sink that drops everything once
+// the returned function is called.
+func quietKlogOnStop() (stopping func()) {
+	var quiet atomic.Bool
+	base := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(os.Stderr)))
+	klog.SetLogger(logr.New(quietSink{LogSink: base.GetSink(), quiet: &quiet}))
+	return func() { quiet.Store(true) }
+}
+
+type quietSink struct {
+	logr.LogSink
+	quiet *atomic.Bool
+}
+
+func (s quietSink) Enabled(level int) bool { return !s.quiet.Load() && s.LogSink.Enabled(level) }
+func (s quietSink) Info(level int, msg string, kv ...any) {
+	if !s.quiet.Load() {
+		s.LogSink.Info(level, msg, kv...)
+	}
+}
+func (s quietSink) Error(err error, msg string, kv ...any) {
+	if !s.quiet.Load() {
+		s.LogSink.Error(err, msg, kv...)
+	}
+}
+func (s quietSink) WithValues(kv ...any) logr.LogSink {
+	return quietSink{LogSink: s.LogSink.WithValues(kv...), quiet: s.quiet}
+}
+func (s quietSink) WithName(name string) logr.LogSink {
+	return quietSink{LogSink: s.LogSink.WithName(name), quiet: s.quiet}
 }
 
 // lockedWriter serialises lines from the fleet's goroutines with ours.

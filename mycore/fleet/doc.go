@@ -21,14 +21,22 @@
 //
 // # Identity
 //
-// All nodes act through one credential (the admin kubeconfig, or any
-// other the caller passes), as KWOK does. A client per node would need a
-// certificate per node (a CSR each), and would be N TLS connections and N
-// rate limiters. What is lost is what the Node authorizer and the
-// NodeRestriction admission plugin check for a real kubelet: that node X
-// reads only the pods bound to X, writes only its own Node, Lease and pod
-// statuses. Nothing here relies on that check being absent; it is simply
-// not made.
+// The fleet holds one credential (the admin kubeconfig, or any other that
+// may impersonate) and one connection. Each node's requests impersonate
+// that node — user system:node:NAME, group system:nodes — so the apiserver
+// checks and schedules them exactly as a kubelet's: the Node authorizer
+// and NodeRestriction let node X read and write only its own Node, Lease
+// and pods, and API Priority and Fairness queues node X's requests in the
+// node flow schemas, fairly against the other nodes (heartbeats first). A
+// certificate per node would do the same at the cost of a CSR and a TLS
+// session per node. Only the shared informers (all bound pods, the fleet's
+// Nodes) and the node status patch, which the library helper sends
+// without a context, go as the credential's own user.
+//
+// With Options.SharedIdentity every request goes as the credential's user,
+// as KWOK's do: then no per-node check is made, and an admin's requests
+// are exempt from priority and fairness — nothing stops them from
+// flooding the apiserver.
 //
 // # Process-wide state
 //

@@ -77,6 +77,10 @@ type Options struct {
 	HousekeepingPeriod    time.Duration
 	// RegisterParallelism: Node creates in flight (default 16).
 	RegisterParallelism int
+	// SharedIdentity makes every node act as the credential's own user,
+	// as KWOK does. By default each node's requests impersonate it
+	// (system:node:NAME): see the package documentation, Identity.
+	SharedIdentity bool
 	// Calls, if set, counts every request of the fleet.
 	Calls *Calls
 	// Log gets the fleet's own lines (registration, readiness, stop).
@@ -263,6 +267,9 @@ func (f *Fleet) clients() (client, heartbeat kubernetes.Interface, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(o.Config)
 	cfg.UserAgent = "kubelet-labs-fleet"
+	if !o.SharedIdentity {
+		impersonateNodes(cfg)
+	}
 	if o.Calls != nil {
 		o.Calls.Wrap(cfg)
 	}

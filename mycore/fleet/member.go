@@ -65,6 +65,7 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 // with the kubelet's back-off (100 ms doubling to 7 s) until ctx ends:
 // registerWithAPIServer never gives up either.
 func (m *member) register(ctx context.Context, client kubernetes.Interface) error {
+	ctx = asNode(ctx, m.name)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 7 * time.Second, Steps: 1 << 30}
 	return wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		_, _, err := node.Register(ctx, client, m.cfg.InitialNode(time.Now()))
@@ -79,6 +80,7 @@ func (m *member) register(ctx context.Context, client kubernetes.Interface) erro
 // runHeartbeats renews the node's Lease (the kubelet's lease controller)
 // and keeps its status current, until ctx ends.
 func (m *member) runHeartbeats(ctx context.Context, heartbeat kubernetes.Interface, get func(context.Context, string) (*v1.Node, error)) {
+	ctx = asNode(ctx, m.name)
 	ctl, _, err := lease.NewController(ctx, lease.Config{
 		Client: heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
 	})
@@ -104,7 +106,7 @@ func (m *member) runHeartbeats(ctx context.Context, heartbeat kubernetes.Interfa
 
 // runKubelet runs the node's kubelet until ctx ends.
 func (m *member) runKubelet(ctx context.Context) {
-	if err := m.kubelet.Run(ctx); err != nil {
+	if err := m.kubelet.Run(asNode(ctx, m.name)); err != nil {
 		m.f.log("kubelet %s: %v", m.name, err)
 	}
 }

@@ -65,6 +65,16 @@ func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []st
 		},
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Pod{}, 0, cache.Indexers{})
+	// No node reads managedFields (who wrote which field, for server-side
+	// apply): dropped before the cache, they are not kept once in the
+	// cache and again in each node's copies — with thousands of pods,
+	// that is a good part of the memory.
+	_ = informer.SetTransform(func(obj any) (any, error) {
+		if p, ok := obj.(*v1.Pod); ok {
+			p.ManagedFields = nil
+		}
+		return obj, nil
+	})
 	d := &dispatcher{mergers: mergers}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    d.onAdd,

@@ -1,0 +1,112 @@
+package fleet
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// TestImpersonateNodes: a request made for a node carries that node's
+// identity; one made without (the shared informers) carries none; both
+// are counted by verb, resource and code.
+func TestImpersonateNodes(t *testing.T) {
+	type seen struct {
+		path   string
+		user   string
+		groups []string
+	}
+	got := make(chan seen, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.URL.Path, r.Header.Get("Impersonate-User"), r.Header.Values("Impersonate-Group")}
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	impersonateNodes(cfg)
+	calls := NewCalls()
+	calls.Wrap(cfg)
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.CoreV1().Pods("ns").Get(asNode(context.Background(), "n-0001"), "p", metav1.GetOptions{})
+	s := <-got
+	if s.user != "system:node:n-0001" || strings.Join(s.groups, ",") != "system:nodes,system:authenticated" {
+		t.Errorf("as node: user %q groups %v", s.user, s.groups)
+	}
+	_ = c.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{})
+	s = <-got
+	if s.user != "" || len(s.groups) != 0 {
+		t.Errorf("without a node: user %q groups %v, want no impersonation", s.user, s.groups)
+	}
+	counts := calls.Counts()
+	if len(counts) != 2 || counts[0].Call != (Call{"DELETE", "pods", 404}) || counts[1].Call != (Call{"GET", "pods", 404}) {
+		t.Errorf("counts %v", counts)
+	}
+	if w := WastedOf(counts); w.DeletesOfGone != 1 || w.Conflicts != 0 {
+		t.Errorf("wasted %+v, want the one delete of a gone pod", w)
+	}
+}
+
+// TestClassify names requests as apiserver_request_total does.
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		watch        bool
+		verb, res    string
+	}{
+		{"GET", "/api/v1/namespaces/ns/pods/p", false, "GET", "pods"},
+		{"GET", "/api/v1/pods", false, "LIST", "pods"},
+		{"GET", "/api/v1/pods", true, "WATCH", "pods"},
+		{"PATCH", "/api/v1/namespaces/ns/pods/p/status", false, "PATCH", "pods/status"},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n", false, "PUT", "leases"},
+		{"POST", "/api/v1/nodes", false, "POST", "nodes"},
+		{"PATCH", "/api/v1/nodes/n/status", false, "PATCH", "nodes/status"},
+		{"DELETE", "/api/v1/namespaces/ns/pods", false, "DELETECOLLECTION", "pods"},
+		{"GET", "/api/v1/namespaces/ns", false, "GET", "namespaces"},
+		{"GET", "/metrics", false, "GET", "/metrics"},
+	} {
+		verb, res := Classify(c.method, c.path, c.watch)
+		if verb != c.verb || res != c.res {
+			t.Errorf("%s %s: got %s %s, want %s %s", c.method, c.path, verb, res, c.verb, c.res)
+		}
+	}
+}
+
+// TestNewRefuses: bad options fail before anything runs.
+func TestNewRefuses(t *testing.T) {
+	good := Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Nodes: 1, Dir: t.TempDir()}
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"no config", func(o *Options) { o.Config = nil }, "Config is required"},
+		{"no nodes", func(o *Options) { o.Nodes = 0 }, "must be 1 to 10000"},
+		{"too many", func(o *Options) { o.Nodes = MaxNodes + 1 }, "must be 1 to 10000"},
+		{"no dir", func(o *Options) { o.Dir = "" }, "Dir is required"},
+		{"hot lease", func(o *Options) { o.LeaseDurationSeconds = -1 }, "at least 1s"},
+	} {
+		o := good
+		c.edit(&o)
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	f, err := New(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Names(); len(n) != 1 || n[0] != "mykubelet-0000" {
+		t.Errorf("names %v", n)
+	}
+	if podCIDR(0) != "10.64.0.0/24" || podCIDR(257) != "10.65.1.0/24" || podCIDR(MaxNodes-1) != "10.103.15.0/24" {
+		t.Errorf("pod CIDRs %s %s %s", podCIDR(0), podCIDR(257), podCIDR(MaxNodes-1))
+	}
+}
