@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -53,7 +54,10 @@ type Options struct {
 	Client kubernetes.Interface
 	// CRI is the runtime: containerd or the mock.
 	CRI *cri.Client
-	// PodLogsDir is where container logs go (the kubelet's /var/log/pods).
+	// PodLogsDir is where container logs go (the kubelet's /var/log/pods),
+	// in a folder named after the node: the course's nodes share one
+	// containerd and its log folder, and each node's garbage collector
+	// removes the log folders of its own pods only. See Kubelet.PodLogsDir.
 	PodLogsDir string
 	// HostIPs are the node's InternalIPs, for status.hostIP(s) and the
 	// status.hostIP downward-API field.
@@ -141,6 +145,10 @@ func New(o Options) (*Kubelet, error) {
 	k.backOff.HasExpiredFunc = func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
 		return eventTime.Sub(lastUpdate) > backOffReset
 	}
+	if o.PodLogsDir != "" {
+		o.PodLogsDir = filepath.Join(o.PodLogsDir, o.NodeName)
+		k.o.PodLogsDir = o.PodLogsDir
+	}
 	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
 		Liveness: k.liveness, Startup: k.startup})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
@@ -205,6 +213,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// PodLogsDir is the folder this node's pods log into: Options.PodLogsDir/NODE.
+func (k *Kubelet) PodLogsDir() string { return k.o.PodLogsDir }
 
 // Pods is the pod manager: the pods this node should run.
 func (k *Kubelet) Pods() kubepod.Manager { return k.pods }

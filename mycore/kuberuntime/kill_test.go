@@ -387,8 +387,12 @@ func TestKillPod(t *testing.T) {
 		if err := result.Error(); err != nil {
 			t.Fatal(err)
 		}
-		if took < grace*time.Second-500*time.Millisecond || took > (grace+5)*time.Second {
-			t.Errorf("KillPod took %s, want about one grace period (%ds): the containers stop in parallel", took, grace)
+		// One after another, three stops would take at least 3 × grace;
+		// in parallel about one grace. The upper bound is the sequential
+		// minimum, so a loaded machine's slow containerd does not fail it
+		// (the timing goal itself is a benchmark: BenchmarkKillPod).
+		if took < grace*time.Second-500*time.Millisecond || took >= 3*grace*time.Second {
+			t.Errorf("KillPod took %s, want about one grace period (%ds), under the %ds three stops in a row need: the containers stop in parallel", took, grace, 3*grace)
 		}
 		kills := map[string]bool{}
 		sandboxResults := 0
