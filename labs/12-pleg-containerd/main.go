@@ -107,7 +107,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if !info.Ready("NetworkReady") {
 		return fmt.Errorf("%s is up but its pod network is not ready (no CNI config?): restart it with %s", env.Endpoint, cri.UpHint)
 	}
-	out.Printf("runtime %s %s on %s; container logs under %s", info.RuntimeName, info.RuntimeVersion, env.Endpoint, env.PodLogDir)
+	out.Printf("runtime %s %s on %s", info.RuntimeName, info.RuntimeVersion, env.Endpoint)
 
 	// 2. The node, as lab 05 makes it; from here on we are system:node:NAME.
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
@@ -132,7 +132,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
-	out.Printf("PLEG relists %s every %s; pods with spec.nodeName=%s run there. Try, in another terminal:", info.RuntimeName, o.relist, o.nodeName)
+	out.Printf("PLEG relists %s every %s; pods with spec.nodeName=%s run there, their logs under %s. Try, in another terminal:", info.RuntimeName, o.relist, o.nodeName, k.PodLogsDir())
 	out.Printf("  kubectl apply -f labs/12-pleg-containerd/busybox.yaml && kubectl get pod busybox -o wide -w")
 	if env.File != "" {
 		out.Printf("  sudo crictl --config %s/crictl.yaml ps --label io.kubernetes.pod.namespace=default", dirOf(env.File))
