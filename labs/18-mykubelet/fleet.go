@@ -7,12 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
@@ -39,6 +44,8 @@ type fleetOptions struct {
 	logNode      string
 	statsFile    string
 	sharedID     bool
+	pprofAddr    string
+	memoryLimit  string
 }
 
 func (o *fleetOptions) register(fs *flag.FlagSet) {
@@ -53,6 +60,8 @@ func (o *fleetOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
 	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "a soft limit for Go's heap (GOMEMLIMIT, e.g. 900MiB): the garbage collector works harder instead of letting the heap double (default: none)")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
 
@@ -74,6 +83,24 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	}
 	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
 		return fmt.Errorf("--node-prefix %q: %w", o.prefix, err)
+	}
+	if o.memoryLimit != "" {
+		q, err := resource.ParseQuantity(o.memoryLimit)
+		if err != nil || q.Value() < 64<<20 {
+			return fmt.Errorf("--memory-limit %q: want a size of at least 64Mi, e.g. 900Mi", o.memoryLimit)
+		}
+		// Process-wide, as GOMEMLIMIT; restored when we return (tests run
+		// in one process).
+		old := debug.SetMemoryLimit(q.Value())
+		defer debug.SetMemoryLimit(old)
+	}
+	if o.pprofAddr != "" {
+		stopProfiler, err := serveProfiler(o.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopProfiler()
+		out.printf("profiler on http://%s/debug/pprof/ (go tool pprof http://%s/debug/pprof/heap)", o.pprofAddr, o.pprofAddr)
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
@@ -181,6 +208,29 @@ loop:
 		}
 	}
 	return runErr
+}
+
+// serveProfiler serves net/http/pprof on a loopback address only: a
+// profile shows what the process does, and nothing here authenticates.
+func serveProfiler(addr string) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("--pprof-addr %q: only a loopback address (127.0.0.1:PORT): the profiler has no authentication", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, nil
 }
 
 // quietKlogOnStop sends klog through a sink that drops everything once

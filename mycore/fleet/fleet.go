@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -267,6 +268,11 @@ func (f *Fleet) clients() (client, heartbeat kubernetes.Interface, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(o.Config)
 	cfg.UserAgent = "kubelet-labs-fleet"
+	// Protobuf on the wire, as the kubelet's --kube-api-content-type
+	// default (cmd/kubelet/app/server.go:1214-1224): cheaper to encode and
+	// decode than JSON, for the apiserver and for us.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	if !o.SharedIdentity {
 		impersonateNodes(cfg)
 	}

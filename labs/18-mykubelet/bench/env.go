@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"kubelet-labs/internal/controlplane"
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/state"
+)
+
+// benchLabel marks what the benchmark makes: KWOK's nodes and the pods.
+const benchLabel = "kubelet-labs.dev/bench"
+
+// env is one run's cluster, binaries and clients.
+type env struct {
+	o          options
+	dir        string // the state folder's bench-18/
+	kubeconfig string
+	cfg        *rest.Config
+	admin      kubernetes.Interface
+	cp         *controlplane.ControlPlane // nil with --kubeconfig
+	version    string
+	kwokBin    string
+	fleetBin   string
+	driver     *driver
+}
+
+func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, error) {
+	e := &env{o: o}
+	var err error
+	if e.dir, err = state.Ensure("bench-18"); err != nil {
+		return nil, err
+	}
+	root, err := state.Root()
+	if err != nil {
+		return nil, err
+	}
+	binDir, err := state.Ensure("bin")
+	if err != nil {
+		return nil, err
+	}
+
+	// The tools, built first: a cold KWOK build takes minutes, and no
+	// control plane should idle meanwhile.
+	logf("building KWOK v0.7.0 (scripts/build-kwok.sh; once, minutes when cold) and lab 18 ...")
+	build := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-kwok.sh"))
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("scripts/build-kwok.sh: %w\n%s", err, out)
+	}
+	e.kwokBin = filepath.Join(binDir, "kwok")
+	e.fleetBin = filepath.Join(e.dir, "mykubelet")
+	gobuild := exec.CommandContext(ctx, "go", "build", "-o", e.fleetBin, "./labs/18-mykubelet")
+	gobuild.Dir = root
+	if out, err := gobuild.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build ./labs/18-mykubelet: %w\n%s", err, out)
+	}
+
+	if o.kubeconfig != "" {
+		if e.cfg, err = labenv.RESTConfig(ctx, o.kubeconfig); err != nil {
+			return nil, err
+		}
+		e.kubeconfig = o.kubeconfig
+	} else {
+		// A control plane of its own: no other agent's pods or nodes in
+		// the numbers, and nothing left behind.
+		logf("starting a private control plane in %s", filepath.Join(e.dir, "cp"))
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		e.cp, err = controlplane.Start(cctx, controlplane.Config{
+			Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: o.noFsync,
+		})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		e.kubeconfig = e.cp.AdminKubeconfig()
+		if e.cfg, err = e.cp.AdminConfig(); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
+	if e.admin, err = kubernetes.NewForConfig(e.cfg); err != nil {
+		e.close()
+		return nil, err
+	}
+	if v, err := e.admin.Discovery().ServerVersion(); err == nil {
+		e.version = v.GitVersion
+	}
+	if e.driver, err = newDriver(e.cfg, o.qps, o.burst); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.cp != nil {
+		if err := e.cp.Stop(); err == nil {
+			os.RemoveAll(e.cp.Config().Dir)
+		}
+	}
+}
+
+// controlPlaneCPU is the CPU time of kube-apiserver and etcd so far (0
+// with --kubeconfig: their processes are not ours to read).
+func (e *env) controlPlaneCPU() time.Duration {
+	if e.cp == nil {
+		return 0
+	}
+	var sum time.Duration
+	for name, pid := range e.cp.Pids() {
+		if name == "kube-apiserver" || name == "etcd" {
+			if t, err := cpuTime(pid); err == nil {
+				sum += t
+			}
+		}
+	}
+	return sum
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if i := strings.IndexByte(l, ':'); i > 0 {
+					model = strings.TrimSpace(l[i+1:])
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)", runtime.NumCPU(), model)
+}

@@ -1,0 +1,126 @@
+// The lab 18 benchmark runs KWOK v0.7.0 and our fleet mode one after the
+// other against the same control plane, drives both the same way, and
+// prints one table, KWOK beside ours:
+//
+//	go run ./labs/18-mykubelet/bench                       # 1,000 nodes, 10,000 pods
+//	go run ./labs/18-mykubelet/bench --nodes 50 --pods 500 # a quick one
+//
+// For each tool: N nodes → all Ready with a Lease; M pods bound
+// round-robin (spec.nodeName, no scheduler) → all Running; every pod
+// deleted (one DELETE each, default grace, like kubectl delete pods --all)
+// → all gone. Both tools run as child processes, so their memory and CPU
+// come from /proc the same way. KWOK's API calls are counted from the
+// apiserver's own apiserver_request_total; ours the same way, and by the
+// fleet itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"kubelet-labs/internal/labenv"
+)
+
+type options struct {
+	kubeconfig string
+	nodes      int
+	pods       int
+	qps        float64
+	burst      int
+	fleetQPS   float64
+	tools      string
+	timeout    time.Duration
+	out        string
+	noFsync    bool
+	fleetFlags string
+}
+
+func main() {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	var o options
+	fs.IntVar(&o.nodes, "nodes", 1000, "nodes per tool")
+	fs.IntVar(&o.pods, "pods", 10000, "pods per tool, bound round-robin to its nodes")
+	fs.Float64Var(&o.qps, "qps", 200, "the benchmark's own client (creates nodes for KWOK, creates and deletes pods): requests per second")
+	fs.IntVar(&o.burst, "burst", 200, "burst of that client")
+	fs.Float64Var(&o.fleetQPS, "fleet-qps", -1, "fleet mode's client-side limit (--kube-api-qps); negative: none, the same as KWOK v0.7.0, whose client has no limit")
+	fs.StringVar(&o.tools, "tools", "kwok,fleet", "which tools to run, in this order")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for each step (nodes Ready, pods Running, pods gone)")
+	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-18/result.txt in the state folder)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of a private control plane started for the run (its other pods and nodes then share the apiserver)")
+	fs.StringVar(&o.fleetFlags, "fleet-flags", "", "more flags for the fleet, space-separated (e.g. \"--relist-period=2s --pprof-addr=127.0.0.1:6060\")")
+	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "private control plane: etcd skips fsync (faster on slow disks; lab 00 keeps fsync)")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		labenv.Fatal(err)
+	}
+}
+
+func (o options) check() error {
+	switch {
+	case o.nodes < 1 || o.nodes > 10000:
+		return fmt.Errorf("--nodes %d: must be 1 to 10000", o.nodes)
+	case o.pods < 1:
+		return fmt.Errorf("--pods %d: must be at least 1", o.pods)
+	case o.pods > 110*o.nodes:
+		return fmt.Errorf("--pods %d on %d nodes: more than 110 per node (the kubelet's maxPods)", o.pods, o.nodes)
+	case o.qps <= 0 || o.burst < 1:
+		return errors.New("--qps must be positive and --burst at least 1")
+	case o.timeout <= 0:
+		return errors.New("--timeout must be positive")
+	}
+	for _, t := range strings.Split(o.tools, ",") {
+		if t != "kwok" && t != "fleet" {
+			return fmt.Errorf("--tools %q: a list of kwok and fleet", o.tools)
+		}
+	}
+	return nil
+}
+
+// run is the whole benchmark; it returns the results in the order run.
+func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(w, time.Now().Format("15:04:05")+" "+f+"\n", a...) }
+	env, err := setup(ctx, o, logf)
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
+
+	var results []*result
+	for _, t := range strings.Split(o.tools, ",") {
+		r, err := env.runTool(ctx, t, logf)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", t, err)
+		}
+		results = append(results, r)
+	}
+
+	table := formatTable(o, env, results)
+	fmt.Fprintln(w)
+	fmt.Fprint(w, table)
+	out := o.out
+	if out == "" {
+		out = filepath.Join(env.dir, "result.txt")
+	}
+	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+		return results, err
+	}
+	stamped := filepath.Join(env.dir, "result-"+time.Now().Format("20060102-150405")+".txt")
+	_ = os.WriteFile(stamped, []byte(table), 0o644)
+	fmt.Fprintf(w, "\nwritten to %s (and %s)\n", out, stamped)
+	return results, nil
+}

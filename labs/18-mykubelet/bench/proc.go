@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat:
+// 100 on every Linux the labs run on.
+const clockTicks = 100
+
+// cpuTime is the user + system CPU a process has used so far.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count fields after ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	// f[0] is field 3 (state): utime is field 14, stime 15.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// memory reads VmRSS (now) and VmHWM (the peak so far) in bytes.
+func memory(pid int) (rss, peak int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak, s.Err()
+}
+
+// child is a tool under test, run as a process of its own so that its
+// memory and CPU are its own, read from /proc.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	log  string
+
+	mu       sync.Mutex
+	peakRSS  int64
+	lastCPU  time.Duration
+	sampling chan struct{}
+}
+
+func startChild(name, logPath string, env []string, bin string, args ...string) (*child, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true, // Ctrl-C reaches us; we stop the child ourselves
+		// If the benchmark dies (kill -9, a test timeout), the kernel kills
+		// the child: no orphaned fleet or KWOK writing to the cluster.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, sampling: make(chan struct{})}
+	go func() { c.err = cmd.Wait(); close(c.done) }()
+	go c.sample()
+	return c, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// sample keeps the peak RSS and the CPU time, every 250 ms, until the
+// process exits: once it has, /proc no longer has them.
+func (c *child) sample() {
+	defer close(c.sampling)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		_, peak, err1 := memory(c.pid())
+		cpu, err2 := cpuTime(c.pid())
+		if err1 == nil && err2 == nil {
+			c.mu.Lock()
+			c.peakRSS, c.lastCPU = max(c.peakRSS, peak), cpu
+			c.mu.Unlock()
+		}
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// usage is the peak RSS and CPU time seen so far.
+func (c *child) usage() (peakRSS int64, cpu time.Duration) {
+	if _, peak, err := memory(c.pid()); err == nil {
+		c.mu.Lock()
+		c.peakRSS = max(c.peakRSS, peak)
+		c.mu.Unlock()
+	}
+	if cpu, err := cpuTime(c.pid()); err == nil {
+		c.mu.Lock()
+		c.lastCPU = cpu
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peakRSS, c.lastCPU
+}
+
+// exited reports an early exit, with the end of its log.
+func (c *child) exited() error {
+	select {
+	case <-c.done:
+		return fmt.Errorf("%s exited early (%v); its log is %s:\n%s", c.name, c.err, c.log, tail(c.log, 15))
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, waits up to grace, then SIGKILLs.
+func (c *child) stop(grace time.Duration) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+		<-c.done
+	}
+	<-c.sampling
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// formatTable is the one table the benchmark prints: a row per measure,
+// a column per tool, then how each was measured.
+func formatTable(o options, e *env, results []*result) string {
+	var b strings.Builder
+	cluster := "a private control plane (etcd, kube-apiserver " + e.version + ", kube-controller-manager)"
+	if e.cp == nil {
+		cluster = "the cluster of " + o.kubeconfig + " (kube-apiserver " + e.version + ")"
+	}
+	fleetLimit := "none"
+	if o.fleetQPS > 0 {
+		fleetLimit = fmt.Sprintf("QPS %g", o.fleetQPS)
+	}
+	fmt.Fprintf(&b, "lab 18 benchmark, %s: %d nodes and %d pods per tool, one after the other on %s; %s\n",
+		time.Now().Format("2006-01-02 15:04"), o.nodes, o.pods, cluster, machine())
+	fmt.Fprintf(&b, "client limits: the benchmark's own client (creates, deletes) QPS %g burst %d; KWOK v0.7.0 none (hard-coded); fleet mode %s\n\n", o.qps, o.burst, fleetLimit)
+
+	name := map[string]string{"kwok": "KWOK v0.7.0", "fleet": "fleet mode (ours)"}
+	rows := [][]string{{""}}
+	for _, r := range results {
+		rows[0] = append(rows[0], name[r.tool])
+	}
+	add := func(label string, f func(*result) string) {
+		row := []string{label}
+		for _, r := range results {
+			row = append(row, f(r))
+		}
+		rows = append(rows, row)
+	}
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+	add(fmt.Sprintf("%d nodes → all Ready with a Lease", o.nodes), func(r *result) string { return sec(r.nodesReady) })
+	add("pod create → Running, p50", func(r *result) string { return ms(r.p50) })
+	add("pod create → Running, p99", func(r *result) string { return ms(r.p99) })
+	add(fmt.Sprintf("%d pods → all Running", o.pods), func(r *result) string { return sec(r.allRunning) })
+	add("pods Running per second", func(r *result) string { return fmt.Sprintf("%.0f", r.perSecond) })
+	add(fmt.Sprintf("delete %d pods → all gone", o.pods), func(r *result) string { return sec(r.deleteAll) })
+	add("wasted: deletes of pods already gone", func(r *result) string { return own(r.wasted.DeletesOfGone, r.ownCalls >= 0, r.ownWasted.DeletesOfGone) })
+	add("wasted: conflicts (409)", func(r *result) string { return own(r.wasted.Conflicts, r.ownCalls >= 0, r.ownWasted.Conflicts) })
+	add("API requests (tool + controller-manager)", func(r *result) string { return own(r.apiCalls, r.ownCalls >= 0, r.ownCalls) })
+	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MB", r.peakRSS>>20) })
+	add("CPU time (avg cores over its run)", func(r *result) string {
+		return fmt.Sprintf("%.1f s (%.2f)", r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds())
+	})
+	if e.cp != nil {
+		add("kube-apiserver + etcd CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.cpCPU.Seconds()) })
+	}
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			pad := widths[i] - len([]rune(c))
+			if i == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString("   " + strings.Repeat(" ", pad) + c)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(`
+How: each tool runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc).
+KWOK's nodes are created by the benchmark (KWOK makes them Ready); the fleet registers its own.
+Pods are bound by spec.nodeName, round-robin; latency = create request sent → first watch event
+with phase Running. Deleting = one DELETE per pod, default grace (kubectl delete pods --all).
+Requests are counted by the apiserver (apiserver_request_total, before/after, minus the
+benchmark's own); in parentheses, the fleet's own count of its requests.
+`)
+	return b.String()
+}
+
+// own is "n", or "n (mine)" when the tool counted its own.
+func own(n int64, has bool, mine int64) string {
+	if !has {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d (%d)", n, mine)
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kubelet-labs/mycore/fleet"
+	"kubelet-labs/mycore/node"
+)
+
+// result is one tool's row of the table.
+type result struct {
+	tool       string
+	nodesReady time.Duration // first node create (KWOK) / process start (fleet) → all Ready with a Lease
+	p50, p99   time.Duration // create → Running
+	allRunning time.Duration // first create → last pod Running
+	perSecond  float64
+	deleteAll  time.Duration // first delete → last pod gone
+	// From the apiserver's metrics: every request in the run but the
+	// benchmark's own (the tool's, and a few of the controller-manager's).
+	apiCalls int64
+	wasted   fleet.Wasted
+	// The fleet's own count of its requests (-1 for KWOK: not available).
+	ownCalls  int64
+	ownWasted fleet.Wasted
+	peakRSS   int64
+	cpu       time.Duration
+	wall      time.Duration
+	cpCPU     time.Duration // kube-apiserver + etcd during the run
+}
+
+// runTool is one tool's whole run: start it, nodes, pods, delete, stop,
+// clean up.
+func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any)) (*result, error) {
+	o := e.o
+	r := &result{tool: tool, ownCalls: -1}
+	ns := "bench-" + tool
+	var names []string
+	var selector string
+	switch tool {
+	case "kwok":
+		for i := range o.nodes {
+			names = append(names, fmt.Sprintf("kwok-%04d", i))
+		}
+		selector = benchLabel + "=kwok"
+	case "fleet":
+		for i := range o.nodes {
+			names = append(names, fleet.NodeName(fleet.DefaultPrefix, i))
+		}
+		selector = node.LabLabel + "=18-mykubelet"
+	}
+	d := e.driver
+	if err := d.ensureNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	// A clean slate: what an earlier, interrupted run may have left.
+	d.cleanupNodes(ctx, selector, names)
+
+	logf("%s: %d nodes, %d pods", tool, o.nodes, o.pods)
+	mine0 := d.calls.Counts()
+	api0, err := requestTotals(ctx, e.admin)
+	if err != nil {
+		return nil, err
+	}
+	cp0 := e.controlPlaneCPU()
+	start := time.Now()
+
+	var c *child
+	var t0 time.Time
+	statsFile := filepath.Join(e.dir, "fleet-stats.json")
+	switch tool {
+	case "kwok":
+		home, err := os.MkdirTemp(e.dir, "kwok-home-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(home)
+		// KWOK manages the nodes with our label; with a lease duration it
+		// renews a Lease per node every 10 s, as the kubelet (and the fleet).
+		c, err = startChild("kwok", filepath.Join(e.dir, "kwok.log"), []string{"HOME=" + home}, e.kwokBin,
+			"--kubeconfig="+e.kubeconfig, "--manage-nodes-with-label-selector="+selector,
+			"--node-lease-duration-seconds=40")
+		if err != nil {
+			return nil, err
+		}
+		t0 = time.Now()
+		if err := d.createNodes(ctx, names); err != nil {
+			c.stop(10 * time.Second)
+			return nil, fmt.Errorf("create KWOK's nodes: %w", err)
+		}
+	case "fleet":
+		os.Remove(statsFile)
+		args := append([]string{"--kubeconfig=" + e.kubeconfig, fmt.Sprintf("--nodes=%d", o.nodes),
+			fmt.Sprintf("--kube-api-qps=%g", o.fleetQPS), "--stats-file=" + statsFile}, strings.Fields(o.fleetFlags)...)
+		c, err = startChild("fleet", filepath.Join(e.dir, "fleet.log"), nil, e.fleetBin, args...)
+		if err != nil {
+			return nil, err
+		}
+		t0 = start
+	}
+	defer c.stop(30 * time.Second)
+
+	if err := d.waitNodesReady(ctx, names, selector, c.exited); err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	r.nodesReady = time.Since(t0)
+	logf("%s: %d nodes Ready with a Lease %.1fs after %s", tool, o.nodes, r.nodesReady.Seconds(), map[string]string{"kwok": "the first node create", "fleet": "the process started"}[tool])
+
+	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.exited, logf)
+	if err != nil {
+		return nil, err
+	}
+	lat := run.latencies()
+	r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	r.allRunning = run.lastRunning().Sub(times.createStart)
+	r.perSecond = float64(o.pods) / r.allRunning.Seconds()
+	r.deleteAll = times.allGone.Sub(times.deleteStart)
+	logf("%s: %d pods Running %.1fs after the first create (p50 %s, p99 %s); all gone %.1fs after the first delete",
+		tool, o.pods, r.allRunning.Seconds(), ms(r.p50), ms(r.p99), r.deleteAll.Seconds())
+
+	r.peakRSS, r.cpu = c.usage()
+	r.wall = time.Since(start)
+	c.stop(30 * time.Second)
+	r.cpCPU = e.controlPlaneCPU() - cp0
+
+	api1, err := requestTotals(ctx, e.admin)
+	if err != nil {
+		return nil, err
+	}
+	others := minus(api1, api0, delta(d.calls.Counts(), mine0))
+	r.apiCalls, r.wasted = fleet.Total(others), fleet.WastedOf(others)
+	for _, c := range others {
+		if c.Code == 404 || c.Code == 409 || c.Code == 429 || c.Code >= 500 {
+			logf("%s:   apiserver answered %s", tool, c)
+		}
+	}
+	if tool == "fleet" {
+		var st struct {
+			Total  int64        `json:"total"`
+			Wasted fleet.Wasted `json:"wasted"`
+		}
+		b, err := os.ReadFile(statsFile)
+		if err == nil {
+			err = json.Unmarshal(b, &st)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the fleet's stats file: %w", err)
+		}
+		r.ownCalls, r.ownWasted = st.Total, st.Wasted
+	}
+
+	logf("%s: cleaning up its nodes and pods", tool)
+	d.cleanup(ctx, selector, ns, names)
+	return r, nil
+}
+
+// delta is after - before of the driver's own counts.
+func delta(after, before []fleet.CallCount) []fleet.CallCount {
+	b := map[fleet.Call]int64{}
+	for _, c := range before {
+		b[c.Call] = c.Count
+	}
+	var out []fleet.CallCount
+	for _, c := range after {
+		if n := c.Count - b[c.Call]; n > 0 {
+			out = append(out, fleet.CallCount{Call: c.Call, Count: n})
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/fleet"
+	"kubelet-labs/mycore/node"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestFleet: five of our nodes in one process against the real control
+// plane. Each is Ready with a Lease that is renewed; twenty pods bound
+// round-robin run (each node its own pod IP range) and, deleted, are gone —
+// each deleted once, by its node; nothing is left running after the stop.
+func TestFleet(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	admin := testenv.AdminClient(t)
+	t.Setenv("LABS_STATE_DIR", t.TempDir())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		// client-go keeps idle keep-alive connections to the apiserver
+		// (and their reader goroutines) in its shared, cached transport.
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
+	)
+	const nodes, pods = 5, 20
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	o := fleetOptions{kubeconfig: cp.AdminKubeconfig(), nodes: nodes, prefix: "t18", qps: -1, burst: 400,
+		relist: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &testenv.SyncBuffer{}
+	ready := make(chan *fleet.Fleet, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- runFleet(ctx, o, out, func(f *fleet.Fleet) { ready <- f }) }()
+	var f *fleet.Fleet
+	select {
+	case f = <-ready:
+	case err := <-errc:
+		t.Fatalf("fleet ended before it was ready: %v\n%s", err, out)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("fleet not ready after 2m:\n%s", out)
+	}
+	names := f.Names()
+	if len(names) != nodes || names[0] != "t18-0000" || names[nodes-1] != "t18-0004" {
+		t.Fatalf("names %v", names)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: node.LabLabel + "=18-mykubelet"})
+	})
+
+	// Nodes: Ready, and a Lease each, renewed.
+	leases := admin.CoordinationV1().Leases(v1.NamespaceNodeLease)
+	first := map[string]time.Time{}
+	for _, n := range names {
+		got, err := admin.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := node.GetCondition(&got.Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+			t.Errorf("node %s not Ready: %v", n, got.Status.Conditions)
+		}
+		if p := got.Status.Capacity[v1.ResourcePods]; p.Value() != 110 {
+			t.Errorf("node %s reports %s pods, want 110", n, p.String())
+		}
+		l := waitLease(t, admin, n)
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n {
+			t.Errorf("lease %s holder %v", n, l.Spec.HolderIdentity)
+		}
+		first[n] = l.Spec.RenewTime.Time
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil || !l.Spec.RenewTime.After(first[n]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("leases not renewed within 1m (renew interval 1s): %v", err)
+	}
+
+	// Pods, bound round-robin, Running.
+	ns := "t18-fleet"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	waitServiceAccount(t, admin, ns)
+	for i := range pods {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%02d", i), Namespace: ns},
+			Spec: v1.PodSpec{NodeName: names[i%nodes], Containers: []v1.Container{{
+				Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo hello; sleep 3600"},
+			}}},
+		}
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var running []v1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		running = running[:0]
+		for _, p := range list.Items {
+			if p.Status.Phase == v1.PodRunning {
+				running = append(running, p)
+			}
+		}
+		return len(running) == pods, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d pods Running after 2m:\n%s", len(running), pods, out)
+	}
+	ips := map[string]string{}
+	for _, p := range running {
+		i := 0
+		fmt.Sscanf(p.Name, "p-%d", &i)
+		// each node hands out its own /24: 10.64.N.0/24 for node N
+		wantPrefix := fmt.Sprintf("10.64.%d.", i%nodes)
+		if !strings.HasPrefix(p.Status.PodIP, wantPrefix) || p.Status.HostIP != "127.0.0.1" {
+			t.Errorf("pod %s on %s: podIP %q (want %s*), hostIP %q", p.Name, p.Spec.NodeName, p.Status.PodIP, wantPrefix, p.Status.HostIP)
+		}
+		if other, dup := ips[p.Status.PodIP]; dup {
+			t.Errorf("pods %s and %s share IP %s", p.Name, other, p.Status.PodIP)
+		}
+		ips[p.Status.PodIP] = p.Name
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil || !p.Status.ContainerStatuses[0].Ready {
+			t.Errorf("pod %s container status %+v", p.Name, p.Status.ContainerStatuses)
+		}
+	}
+
+	// Deleted as kubectl does (grace 30 s; the mock's sleep dies on
+	// SIGTERM at once) → gone.
+	for i := range pods {
+		if err := admin.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%02d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("pods not gone 2m after delete:\n%s", out)
+	}
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("runFleet: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("fleet did not stop within 1m of cancel")
+	}
+	var st fleetStats
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	deletes := int64(0)
+	for _, c := range st.Calls {
+		if c.Verb == "DELETE" && c.Resource == "pods" {
+			deletes += c.Count
+		}
+	}
+	if deletes != pods || st.Wasted != (fleet.Wasted{}) {
+		t.Errorf("the fleet deleted pods %d times (want %d, once each) and wasted %+v (want none)", deletes, pods, st.Wasted)
+	}
+	t.Logf("fleet output:\n%s", out)
+}
+
+// TestFleetBadInput: clear one-line errors before anything starts.
+func TestFleetBadInput(t *testing.T) {
+	t.Setenv("LABS_STATE_DIR", t.TempDir())
+	missing := filepath.Join(t.TempDir(), "nope.kubeconfig")
+	good := fleetOptions{kubeconfig: missing, nodes: 1, prefix: "t18", qps: -1, burst: 1, relist: time.Second, leaseSeconds: 40, statusEvery: 10 * time.Second}
+	for _, c := range []struct {
+		name string
+		edit func(*fleetOptions)
+		want string
+	}{
+		{"no nodes", func(o *fleetOptions) { o.nodes = 0 }, "--nodes 0: must be 1 to 10000"},
+		{"too many", func(o *fleetOptions) { o.nodes = fleet.MaxNodes + 1 }, "must be 1 to 10000"},
+		{"bad prefix", func(o *fleetOptions) { o.prefix = "Bad_Prefix" }, `--node-prefix "Bad_Prefix"`},
+		{"zero relist", func(o *fleetOptions) { o.relist = 0 }, "--relist-period"},
+		{"tiny memory limit", func(o *fleetOptions) { o.memoryLimit = "1Mi" }, "--memory-limit"},
+		{"profiler off loopback", func(o *fleetOptions) { o.pprofAddr = "0.0.0.0:6060" }, "only a loopback address"},
+		{"no cluster", func(o *fleetOptions) {}, "nope.kubeconfig"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := good
+			c.edit(&o)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := runFleet(ctx, o, &testenv.SyncBuffer{}, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") && c.name != "no cluster" {
+				t.Errorf("want one line, got %q", err)
+			}
+		})
+	}
+}
+
+func waitLease(t *testing.T, c kubernetes.Interface, name string) *coordinationv1.Lease {
+	t.Helper()
+	var got *coordinationv1.Lease
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = l
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("no lease for %s within 1m", name)
+	}
+	return got
+}
+
+func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("service account %s/default not made within 2m", ns)
+	}
+}
