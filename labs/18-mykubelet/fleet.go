@@ -148,6 +148,12 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	out.printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
 	out.printf("  kubectl run web --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
 
+	// Every node's lease controller logs through its context: give the
+	// fleet a logger that goes quiet once we stop, or a thousand nodes log
+	// that their last renewal was cancelled — lines that say nothing.
+	// (Not klog.SetLogger: swapping the global logger while goroutines log
+	// is a data race.)
+	ctx, stopping := quietOnStop(ctx)
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- f.Run(ctx) }()
@@ -167,11 +173,6 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 		defer t.Stop()
 		tick = t.C
 	}
-	// klog is one logger for the whole process: quiet it once we stop, or
-	// every node's lease controller logs that its last renewal was
-	// cancelled — a thousand lines that say nothing.
-	stopping := quietKlogOnStop()
-	defer klog.ClearLogger()
 	done := ctx.Done()
 	var runErr error
 loop:
@@ -233,13 +234,12 @@ func serveProfiler(addr string) (stop func(), err error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// quietKlogOnStop sends klog through a sink that drops everything once
-// the returned function is called.
-func quietKlogOnStop() (stopping func()) {
-	var quiet atomic.Bool
+// quietOnStop returns ctx carrying a logger that drops everything once
+// stopping is called.
+func quietOnStop(ctx context.Context) (_ context.Context, stopping func()) {
+	quiet := new(atomic.Bool)
 	base := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(os.Stderr)))
-	klog.SetLogger(logr.New(quietSink{LogSink: base.GetSink(), quiet: &quiet}))
-	return func() { quiet.Store(true) }
+	return klog.NewContext(ctx, logr.New(quietSink{LogSink: base.GetSink(), quiet: quiet})), func() { quiet.Store(true) }
 }
 
 type quietSink struct {
