@@ -78,6 +78,12 @@ type Options struct {
 	// first-list ADD that podconfig.Watch sends. Run stops reading it when
 	// its context ends; whoever sends must stop on that too.
 	Updates <-chan kubetypes.PodUpdate
+	// ShutdownGracePeriod, if set, makes the end of Run a graceful node
+	// shutdown (the kubelet's shutdownGracePeriod): every pod is stopped
+	// with grace min(its own, this), reported Failed with reason
+	// Terminated, and Run returns once they are. Zero: Run returns at once
+	// and pods keep running, as when a kubelet restarts.
+	ShutdownGracePeriod time.Duration
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -178,18 +184,21 @@ func New(o Options) (*Kubelet, error) {
 // status manager and the PLEG, watch the pods bound to the node, and loop
 // until ctx is done. It returns after every goroutine it started has
 // exited. Containers keep running, as when a kubelet restarts: the next Run
-// finds them through the PLEG (and stops those whose pod is gone).
+// finds them through the PLEG (and stops those whose pod is gone) — unless
+// Options.ShutdownGracePeriod asks for a graceful node shutdown first.
 func (k *Kubelet) Run(ctx context.Context) error {
 	if k.ran {
 		return errors.New("kubelet: Run called twice")
 	}
 	k.ran = true
-	ctx, cancel := context.WithCancel(ctx)
+	// The node's parts (status manager, PLEG, workers, informer) run on
+	// their own context: a graceful shutdown needs them after ctx ends.
+	node, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 
-	wg.Go(func() { k.status.Run(ctx) })
+	wg.Go(func() { k.status.Run(node) })
 	k.pleg.Start()
 	defer k.pleg.Stop()
 	// Workers stop before the PLEG: Stop keeps the cache's clock moving so
@@ -201,11 +210,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	updates, own := k.o.Updates, false
 	if updates == nil {
-		updates, own = podconfig.Watch(ctx, k.o.Client, k.o.NodeName), true
+		updates, own = podconfig.Watch(node, k.o.Client, k.o.NodeName), true
 	}
 	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
 	defer housekeeping.Stop()
 	k.syncLoop(ctx, updates, housekeeping.C)
+	if k.o.ShutdownGracePeriod > 0 {
+		k.shutdown(node)
+	}
 	cancel()
 	if own {
 		for range updates { // the source closes it once its informer is gone
