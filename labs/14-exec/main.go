@@ -37,7 +37,6 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
@@ -141,7 +140,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	out.Printf("runtime: %s", rt.describe)
 	// Upstream's stream proxies and the PLEG log through klog: to a file,
 	// not between our lines.
-	restore, err := logToFile(filepath.Join(dir, "klog.log"))
+	restore, err := labenv.KlogToFile(filepath.Join(dir, "klog.log"))
 	if err != nil {
 		return err
 	}
@@ -277,26 +276,6 @@ func clusterCA(cfg *rest.Config) ([]byte, error) {
 		return nil, errors.New("the kubeconfig names no certificate-authority: the node cannot verify clients without the cluster CA")
 	}
 	return os.ReadFile(cfg.TLSClientConfig.CAFile)
-}
-
-// logToFile sends klog (used by the upstream proxies and the PLEG) to
-// path until restore is called.
-func logToFile(path string) (restore func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(f)
-	return func() {
-		klog.Flush()
-		_ = fs.Set("logtostderr", "true")
-		klog.SetOutput(os.Stderr)
-		f.Close()
-	}, nil
 }
 
 func orNone(s []string) string {

@@ -23,8 +23,9 @@ func newReasonCache() *reasonCache {
 	return &reasonCache{m: map[types.UID]map[string]reason{}}
 }
 
-// update records the StartContainer results of a sync (reason_cache.go Update).
-func (c *reasonCache) update(uid types.UID, result kubecontainer.PodSyncResult) {
+// update records the StartContainer results of a sync (reason_cache.go
+// Update) and reports whether a start failed: the status should show why.
+func (c *reasonCache) update(uid types.UID, result kubecontainer.PodSyncResult) (failed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range result.SyncResults {
@@ -36,6 +37,7 @@ func (c *reasonCache) update(uid types.UID, result kubecontainer.PodSyncResult) 
 			delete(c.m[uid], name)
 			continue
 		}
+		failed = true
 		if c.m[uid] == nil {
 			c.m[uid] = map[string]reason{}
 		}
@@ -46,6 +48,7 @@ func (c *reasonCache) update(uid types.UID, result kubecontainer.PodSyncResult) 
 		}
 		c.m[uid][name] = reason{reason: why, message: r.Message}
 	}
+	return failed
 }
 
 func (c *reasonCache) get(uid types.UID, name string) (reason, bool) {

@@ -45,7 +45,15 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	// part of the sync always runs to its end; the CRI calls have their
 	// own timeouts.
 	result := k.manager.SyncPod(context.WithoutCancel(ctx), pod, podStatus, k.nodeInfo(), k.backOff)
-	k.reasons.update(pod.UID, result)
+	if k.reasons.update(pod.UID, result) {
+		// A start failed or waits behind the back-off: show it now
+		// (Waiting, CrashLoopBackOff), not at the next sync. Upstream's
+		// next sync comes 10 s after an error (backOffPeriod,
+		// pod_workers.go), ours only when the back-off expires — the
+		// reason would otherwise be visible for a moment at the start of
+		// that sync and then replaced by the restarted container.
+		k.status.SetPodStatus(pod, k.generateStatus(pod, podStatus, false))
+	}
 	err := result.Error()
 	if err != nil {
 		// A crash-loop back-off is an error carrying its expiry

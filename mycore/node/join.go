@@ -29,8 +29,11 @@ const (
 // same way lab 05 teaches.
 type JoinOptions struct {
 	// Admin is the lab's kubeconfig (admin): it names the server and its
-	// CA, and makes the bootstrap token.
+	// CA, and makes the bootstrap token unless Token is given.
 	Admin *rest.Config
+	// Token "ID.SECRET" to bootstrap with (e.g. lab 03's); empty: a new
+	// one is made with Admin.
+	Token string
 	// Name of the node; validated (DNS-1123 subdomain) before any folder
 	// is created.
 	Name string
@@ -102,7 +105,7 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 	defer cancel()
 
 	res, err := bootstrap.Join(jctx, bootstrap.JoinOptions{
-		Admin: o.Admin, NodeName: o.Name, Dir: dir, Approve: bootstrap.ApproveAuto, Timeout: o.Timeout, Log: logf,
+		Admin: o.Admin, Token: o.Token, NodeName: o.Name, Dir: dir, Approve: bootstrap.ApproveAuto, Timeout: o.Timeout, Log: logf,
 	})
 	if err != nil {
 		return nil, err
