@@ -1,14 +1,17 @@
 // Lab 18 is the capstone: our own kubelet, every piece built in labs
-// 07-17, run as one program.
+// 03-17, run as one program — one node on a real runtime, or many nodes in
+// one process.
 //
-//	go run ./labs/18-mykubelet --nodes 100    # fleet mode: 100 nodes on the mock runtime, one process
+//	sudo go run ./labs/18-mykubelet                     # node mykubelet on containerd
+//	go run ./labs/18-mykubelet --runtime mock           # the same on the mock CRI
+//	go run ./labs/18-mykubelet --nodes 100              # fleet mode: 100 nodes on the mock runtime
 //
-// Fleet mode lives in fleet.go; the benchmark against KWOK in bench/.
+// The single node lives in node.go, fleet mode in fleet.go, the benchmark
+// against KWOK in bench/.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"os/signal"
@@ -22,8 +25,11 @@ func main() {
 	// cAdvisor's flags on flag.CommandLine; -h should list only ours.
 	fs := flag.NewFlagSet("18-mykubelet", flag.ExitOnError)
 	var fo fleetOptions
-	fo.register(fs)
+	var no nodeOptions
+	fo.register(fs) // --kubeconfig and --relist-period serve both modes
+	no.register(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
+	no.kubeconfig, no.relist = fo.kubeconfig, fo.relist
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -31,8 +37,7 @@ func main() {
 	if fo.nodes > 0 {
 		err = runFleet(ctx, fo, os.Stdout, nil)
 	} else {
-		// TODO(lead): the single node on containerd (or the mock) replaces this.
-		err = errors.New("the single-node mode of lab 18 is not written yet: run fleet mode with --nodes N (e.g. --nodes 10)")
+		err = runNode(ctx, no, os.Stdout, nil)
 	}
 	if err != nil {
 		labenv.Fatal(err)
