@@ -12,6 +12,13 @@
 // kubetypes.PodUpdate with the op semantics of podStorage.merge and
 // checkAndUpdatePod (pkg/kubelet/config/config.go:177-245, 362-401).
 //
+// Files is the other source a kubelet has: static pods, read from the
+// manifest files of one folder (the kubelet's staticPodPath). Upstream's
+// config.NewSourceFile (pkg/kubelet/config/file.go:62) has the same two
+// problems — it sends sourceUpdate and its goroutines never stop — so
+// Files is a compact version of it that ends with its context, sending
+// the same ops PodConfig would (DecodeManifest is what one file becomes).
+//
 // Dispatch is the switch of syncLoopIteration (pkg/kubelet/kubelet.go:
 // 2707-2730); ManagerHandler is what the kubelet's four handlers do to the
 // pod manager before they involve the pod workers.
