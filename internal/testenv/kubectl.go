@@ -17,11 +17,13 @@ import (
 )
 
 // KubectlCmd is kubectl (the one built with the control plane) as the
-// admin of the package's control plane, ended after 2 minutes at most.
+// admin of the package's control plane, ended after 2 minutes at most. It
+// works after a test moved the state folder (LABS_STATE_DIR): the binaries
+// are those the control plane started from.
 func KubectlCmd(tb testing.TB, args ...string) *exec.Cmd {
 	tb.Helper()
 	cp := ControlPlane(tb)
-	_, bin := Binaries(tb)
+	bin := sharedBinDir
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	tb.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), args...)

@@ -35,10 +35,11 @@ import (
 )
 
 var (
-	once     sync.Once
-	shared   *controlplane.ControlPlane
-	dir      string
-	startErr error
+	once         sync.Once
+	shared       *controlplane.ControlPlane
+	dir          string
+	sharedBinDir string // the shared control plane's binaries (and kubectl)
+	startErr     error
 
 	mu     sync.Mutex
 	failed bool // some test using the control plane failed: keep the logs
@@ -159,6 +160,7 @@ func start(tb testing.TB) (*controlplane.ControlPlane, string, error) {
 		})
 		cancel()
 		if err == nil {
+			sharedBinDir = binDir
 			return cp, d, nil
 		}
 		lastErr = fmt.Errorf("%w (state kept in %s)", err, d)

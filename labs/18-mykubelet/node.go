@@ -35,6 +35,7 @@ type nodeOptions struct {
 	nodeName      string
 	runtime       string
 	endpoint      string
+	podLogsDir    string
 	address       string
 	port          int
 	staticPodPath string
@@ -51,6 +52,7 @@ func (o *nodeOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
 	fs.StringVar(&o.runtime, "runtime", noderuntime.Containerd, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (containerd: the instance scripts/containerd-up.sh named first; needs root. mock: in this process, no real containers)")
 	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd runtime: its endpoint (default: the state folder's containerd env file)")
+	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go, in a folder named after the node (the kubelet's /var/log/pods) (default: containerd's POD_LOG_DIR; with the mock, the node's state folder)")
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough")
 	fs.IntVar(&o.port, "port", server.DefaultPort, "node server port (the kubelet's --port; 0 picks a free one)")
 	fs.StringVar(&o.staticPodPath, "static-pod-path", "", "folder of static pod manifests (the kubelet's staticPodPath) (default: manifests/ in the node's state folder)")
@@ -111,7 +113,7 @@ func runNode(ctx context.Context, o nodeOptions, w io.Writer, onReady func(*node
 	if err != nil {
 		return err
 	}
-	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, NodeDir: dir})
+	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir, NodeDir: dir})
 	if err != nil {
 		return err
 	}

@@ -33,8 +33,9 @@ const testNode = "t18-mykubelet"
 func startNode(t *testing.T, runtime, endpoint string) *testenv.Lab[*nodeLab] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
-	t.Setenv(state.EnvVar, t.TempDir())
-	o := nodeOptions{kubeconfig: cp.AdminKubeconfig(), nodeName: testNode, runtime: runtime, endpoint: endpoint,
+	dir := t.TempDir()
+	t.Setenv(state.EnvVar, dir)
+	o := nodeOptions{kubeconfig: cp.AdminKubeconfig(), nodeName: testNode, runtime: runtime, endpoint: endpoint, podLogsDir: filepath.Join(dir, "pod-logs"),
 		address: "127.0.0.1", port: 0, relist: time.Second, backOffInit: time.Second, backOffMax: 4 * time.Second,
 		shutdownGrace: 10 * time.Second, timeout: time.Minute}
 	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*nodeLab)) error {
@@ -121,7 +122,7 @@ func TestMyKubeletOnContainerd(t *testing.T) {
 	rt := critest.ContainerdFlavour(t, "2.2")
 	admin := testenv.AdminClient(t)
 	ns := namespace(t, admin)
-	lab := startNode(t, "containerd-2.2", "")
+	lab := startNode(t, "containerd-2.2", rt.Endpoint)
 	crc := critest.Dial(t, rt)
 	ctx := context.Background()
 
@@ -264,7 +265,7 @@ func TestNodeErrors(t *testing.T) {
 		}, "containerd-up.sh"},
 		{"unknown runtime", func(o *nodeOptions) { o.runtime = "docker" }, "containerd-2.2"},
 		{"port in use", func(o *nodeOptions) { o.port = busyPort }, "already in use"},
-		{"bad node name", func(o *nodeOptions) { o.nodeName = "Not_A_Name" }, "not valid"},
+		{"bad node name", func(o *nodeOptions) { o.nodeName = "Not_A_Name" }, "not a valid Node name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(state.EnvVar, t.TempDir())
