@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,9 +28,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/noderuntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/node"
+	"kubelet-labs/mylib/fakecri"
 )
 
 type options struct {
@@ -58,8 +61,8 @@ func main() {
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", "lab-node-17", "name of the node to join; pods bound to it (spec.nodeName) run here")
-	fs.StringVar(&o.runtime, "runtime", "containerd", "container runtime: containerd (the course's, started by scripts/containerd-up.sh; needs root) or mock (the mock CRI, in this process: exec probes only)")
-	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with --runtime containerd: its endpoint (default: the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
+	fs.StringVar(&o.runtime, "runtime", noderuntime.Containerd, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root. mock: the mock CRI, in this process: exec probes only)")
+	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd --runtime: its endpoint (default: the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
 	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go (default: containerd's POD_LOG_DIR, or the node's folder with the mock)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
 	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "PLEG relist period (kubelet: 1s)")
@@ -78,7 +81,7 @@ func main() {
 type lab struct {
 	node    *node.Joined
 	kubelet *kubelet.Kubelet
-	rt      *nodeRuntime
+	rt      *noderuntime.Runtime
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
@@ -95,12 +98,14 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
-	rt, err := openRuntime(ctx, o.runtime, o.endpoint, o.podLogsDir, dir)
+	// On the mock, the exec probes' /tmp is tmpFS (mocktmp.go).
+	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir,
+		NodeDir: dir, Mock: []fakecri.Option{fakecri.WithExecHook(newTmpFS().exec)}})
 	if err != nil {
 		return err
 	}
-	defer rt.close()
-	out.Printf("runtime: %s", rt.describe)
+	defer rt.Close()
+	out.Printf("runtime: %s", rt.Describe)
 
 	// 2. The node, as lab 05 makes it; from here on we are system:node:NAME.
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
@@ -118,7 +123,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	// 3. The kubelet: chapter 3's node, now with computePodActions deciding
 	// each sync and a probe manager feeding it.
 	k, err := kubelet.New(kubelet.Options{
-		NodeName: o.nodeName, Client: j.Client, CRI: rt.cri, PodLogsDir: rt.podLogsDir,
+		NodeName: o.nodeName, Client: j.Client, CRI: rt.CRI, PodLogsDir: rt.PodLogsDir,
 		HostIPs: internalIPs(j.Node), RelistPeriod: o.relist,
 		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax, Log: out.Stamped,
 	})
@@ -140,19 +145,20 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 }
 
 // hints prints what to try, with this runtime's crictl and image ID.
-func hints(out *labenv.Printer, o options, rt *nodeRuntime) {
+func hints(out *labenv.Printer, o options, rt *noderuntime.Runtime) {
 	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.nodeName)
 	out.Printf("  kubectl apply -f labs/17-sync-pod/liveness.yaml -f labs/17-sync-pod/readiness.yaml -f labs/17-sync-pod/startup.yaml -f labs/17-sync-pod/crashloop.yaml")
-	if o.runtime == "containerd" {
+	if rt.Mock == nil {
 		out.Printf("  kubectl apply -f labs/17-sync-pod/web.yaml          # HTTP and TCP probes against the pod IP")
 	}
 	out.Printf("  kubectl get pods -o wide -w")
 	out.Printf("Change what the exec probes see, in a container of pod P:")
-	out.Printf("  CRICTL=%q", rt.crictl)
+	out.Printf("  CRICTL=%q", rt.Crictl)
 	out.Printf("  $CRICTL exec $($CRICTL ps -q --name app --label io.kubernetes.pod.name=P) touch /tmp/sick")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if st, err := rt.cri.Images.ImageStatus(rt.cri.Context(ctx), &runtimeapi.ImageSpec{Image: mockBusyboxImage}, false); err == nil && st.GetImage() != nil {
+	// The pods' busybox: the course's containerd image, whose name the mock's carries.
+	if st, err := rt.CRI.Images.ImageStatus(rt.CRI.Context(ctx), &runtimeapi.ImageSpec{Image: noderuntime.MockBusyboxImage}, false); err == nil && st.GetImage() != nil {
 		out.Printf("The same busybox by its ID is another image string, so another spec hash (a restart):")
 		out.Printf("  kubectl set image pod/liveness app=%s", st.GetImage().GetId())
 	}

@@ -273,7 +273,7 @@ func TestProbes(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17p", 16*time.Second)
-			rt, c, node := r.rt, r.lab.rt.cri, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
 			files := []string{"liveness.yaml", "readiness.yaml", "startup.yaml"}
 			if rt.real {
 				files = append(files, "web.yaml")
@@ -398,7 +398,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17b", 8*time.Second)
-			rt, c, node := r.rt, r.lab.rt.cri, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
 			pod := manifests(t, ns, node, "crashloop.yaml")["crashloop"]
 			create(t, admin, pod)
 
@@ -472,7 +472,7 @@ func TestRestartPolicies(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17r", 16*time.Second)
-			c, node := r.lab.rt.cri, r.lab.node.Node.Name
+			c, node := r.lab.rt.CRI, r.lab.node.Node.Name
 			pods := manifests(t, ns, node, "policies.yaml")
 			fails := pods["onfailure"].DeepCopy()
 			fails.Name = "onfailure-exit1"
@@ -509,7 +509,7 @@ func TestSpecHashChange(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17h", 16*time.Second)
-			rt, c, node := r.rt, r.lab.rt.cri, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
 			pod := manifests(t, ns, node, "liveness.yaml")["liveness"]
 			create(t, admin, pod)
 			p := podIs(t, admin, ns, "liveness", "running", time.Minute, isRunning)
