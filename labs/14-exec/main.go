@@ -39,10 +39,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/noderuntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
+	"kubelet-labs/mylib/fakecri"
 )
 
 type options struct {
@@ -66,8 +68,8 @@ func main() {
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, who makes the bootstrap token and approves the serving CSR (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", "lab-node-14", "name of the node to join; pods bound to it (spec.nodeName) run here")
-	fs.StringVar(&o.runtime, "runtime", "mock", "container runtime: mock (the mock CRI, in this process) or containerd (the course's, started by scripts/containerd-up.sh; needs root)")
-	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with --runtime containerd: its endpoint (default: the state folder's containerd/env)")
+	fs.StringVar(&o.runtime, "runtime", noderuntime.Mock, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (mock: the mock CRI, in this process. containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root)")
+	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd --runtime: its endpoint (default: the state folder's containerd/env)")
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on (the kubelet's --address); the embedded control plane is on this machine, so loopback is enough; 0.0.0.0 for a cluster elsewhere (kind in the VM)")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node publishes, which the apiserver dials (default: --address, or this machine's address when --address is 0.0.0.0)")
 	fs.IntVar(&o.port, "port", server.DefaultPort, "node server port (the kubelet's --port; 0 picks a free one)")
@@ -132,12 +134,19 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
-	rt, err := openRuntime(ctx, o.runtime, o.endpoint, dir)
+	// The mock runs no processes: mockHTTP (mockhttp.go) answers on its
+	// forwarded ports, as the pod's busybox httpd does on containerd.
+	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, NodeDir: dir,
+		Mock: []fakecri.Option{fakecri.WithPortForwardHook(mockHTTP)}})
 	if err != nil {
 		return err
 	}
-	defer rt.close()
-	out.Printf("runtime: %s", rt.describe)
+	defer rt.Close()
+	if rt.Mock != nil {
+		out.Printf("runtime: %s; its streaming server on %s", rt.Describe, streamingAddr(rt.Mock))
+	} else {
+		out.Printf("runtime: %s", rt.Describe)
+	}
 	// Upstream's stream proxies and the PLEG log through klog: to a file,
 	// not between our lines.
 	restore, err := labenv.KlogToFile(filepath.Join(dir, "klog.log"))
@@ -186,7 +195,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if o.quietKubelet {
 		logf = func(string, ...any) {}
 	}
-	k, err := kubelet.New(kubelet.Options{NodeName: o.nodeName, Client: j.Client, CRI: rt.cri, PodLogsDir: rt.podLogsDir,
+	k, err := kubelet.New(kubelet.Options{NodeName: o.nodeName, Client: j.Client, CRI: rt.CRI, PodLogsDir: rt.PodLogsDir,
 		HostIPs: []string{ip.String()}, Log: logf})
 	if err != nil {
 		return err
@@ -196,7 +205,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	// runtime finds their containers and streams.
 	srv, err := server.New(server.Config{
 		NodeName: o.nodeName, Listener: ln, Certificate: sc.Certificate, ClientCA: ca, Client: j.Client,
-		Pods: k.Pods(), Runtime: rt.cri.Runtime, WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL,
+		Pods: k.Pods(), Runtime: rt.CRI.Runtime, WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL,
 		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error { return k.Healthy() })},
 		Log:          func(f string, a ...any) { out.Printf(time.Now().Format("15:04:05.000")+" server   "+f, a...) },
 	})

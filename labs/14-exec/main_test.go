@@ -242,7 +242,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		want   string
 	}{
 		{func(o *options) { o.port = port }, fmt.Sprintf("127.0.0.1:%d is already in use", port)},
-		{func(o *options) { o.runtime = "docker" }, `--runtime "docker": want mock`},
+		{func(o *options) { o.runtime = "docker" }, `--runtime "docker": want one of containerd, containerd-2.2, containerd-1.6, mock`},
 		{func(o *options) { o.nodeIP = "10.1.2.3" }, "--node-ip 10.1.2.3 but --address 127.0.0.1"},
 		{func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
 		{func(o *options) { o.nodeName = "Bad_Name" }, "Bad_Name"},
