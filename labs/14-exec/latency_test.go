@@ -30,7 +30,6 @@ func TestExecLatencyVersusTheRealKubelet(t *testing.T) {
 	}
 	const rounds = 30
 	cp := testenv.ControlPlane(t)
-	kubectlBin(t)
 	admin := testenv.AdminClient(t)
 	env := func() []string {
 		return []string{state.EnvVar + "=" + t.TempDir(), "KUBECONFIG=" + cp.AdminKubeconfig()}
@@ -60,7 +59,7 @@ func TestExecLatencyVersusTheRealKubelet(t *testing.T) {
 			tg := targets[(i+j)%len(targets)] // alternate who goes first
 			k := (i + j) % len(targets)
 			start := time.Now()
-			out, errOut, code := kubectl(t, "", "exec", tg.pod, "--", "echo", "hi")
+			out, errOut, code := testenv.Kubectl(t, "", "exec", tg.pod, "--", "echo", "hi")
 			d := time.Since(start)
 			if out != "hi\n" || code != 0 {
 				t.Fatalf("kubectl exec %s -- echo hi (%s): %q exit %d %q", tg.pod, tg.label, out, code, errOut)

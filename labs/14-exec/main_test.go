@@ -2,19 +2,14 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +42,6 @@ func defaults(kubeconfig, nodeName, runtime string) options {
 func startLab(t *testing.T, o options) (l *lab, out *testenv.SyncBuffer, stop func()) {
 	t.Helper()
 	testenv.ControlPlane(t)
-	kubectlBin(t) // found before the state folder moves
 	t.Setenv(state.EnvVar, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &testenv.SyncBuffer{}
@@ -111,13 +105,13 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	waitReady(t, admin, pod)
 
 	t.Run("exec", func(t *testing.T) {
-		if got, errOut, code := kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); got != "hi\n" || code != 0 {
+		if got, errOut, code := testenv.Kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); got != "hi\n" || code != 0 {
 			t.Errorf("kubectl exec shell -- echo hi: %q, exit %d, %q", got, code, errOut)
 		}
-		if _, errOut, code := kubectl(t, "", "exec", pod.Name, "--", "sh", "-c", "exit 3"); code != 3 {
+		if _, errOut, code := testenv.Kubectl(t, "", "exec", pod.Name, "--", "sh", "-c", "exit 3"); code != 3 {
 			t.Errorf("kubectl exec shell -- sh -c 'exit 3': exit %d (%q), want 3", code, errOut)
 		}
-		if got, errOut, code := kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
+		if got, errOut, code := testenv.Kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
 			t.Errorf("echo hello | kubectl exec -i shell -- cat: %q, exit %d, %q", got, code, errOut)
 		}
 		if !strings.Contains(out.String(), "server   GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
@@ -125,7 +119,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		}
 	})
 	t.Run("logs -f", func(t *testing.T) {
-		cmd := kubectlCmd(t, "logs", "-f", pod.Name)
+		cmd := testenv.KubectlCmd(t, "logs", "-f", pod.Name)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +134,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		}
 	})
 	t.Run("port-forward", func(t *testing.T) {
-		body := portForward(t, pod.Name, "/hostname")
+		body := testenv.PortForwardGet(t, "", "pod/"+pod.Name, "8080", "/hostname")
 		want := "hello from the mock CRI: port 8080 of sandbox"
 		if runtime == "containerd" {
 			want = "shell\n" // /etc/hostname, served by the pod's busybox httpd
@@ -317,40 +311,6 @@ func waitReady(t *testing.T, admin kubernetes.Interface, pod *v1.Pod) {
 	}
 }
 
-// portForward runs kubectl port-forward to port 8080 of the pod and GETs
-// path through it, as `curl -s localhost:8080/hostname` does.
-func portForward(t *testing.T, pod, path string) string {
-	t.Helper()
-	cmd := kubectlCmd(t, "port-forward", "pod/"+pod, ":8080")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	local := ""
-	for local == "" && sc.Scan() {
-		if m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`).FindStringSubmatch(sc.Text()); m != nil {
-			local = m[1]
-		}
-	}
-	if local == "" {
-		t.Fatal("kubectl port-forward printed no local port")
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get("http://127.0.0.1:" + local + path)
-	if err != nil {
-		t.Fatalf("GET through the forwarded port: %v", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
 // get is the README's curl: the cluster CA to trust the node, and an
 // optional client certificate.
 func get(ca []byte, cert *tls.Certificate, url string) (int, string, error) {
@@ -369,49 +329,6 @@ func get(ca []byte, cert *tls.Certificate, url string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
-}
-
-var (
-	kubectlOnce sync.Once
-	kubectlPath string
-)
-
-// kubectlBin is the kubectl built with the control plane.
-func kubectlBin(t *testing.T) string {
-	t.Helper()
-	kubectlOnce.Do(func() {
-		_, bin := testenv.Binaries(t)
-		kubectlPath = filepath.Join(bin, "kubectl")
-	})
-	return kubectlPath
-}
-
-func kubectlCmd(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	cp := testenv.ControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, kubectlBin(t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig())
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
-
-// kubectl runs kubectl as the admin and returns its output and exit code.
-func kubectl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := kubectlCmd(t, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errb.String(), code
 }
 
 // readLines reads n lines from r within timeout.
