@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -18,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,7 +98,6 @@ func (n *testNode) url(path string) string {
 func startNode(t *testing.T, name string, rt critest.Runtime, websockets bool) *testNode {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
-	kubectlBin(t) // found before the state folder moves to a temporary one
 	t.Setenv(state.EnvVar, t.TempDir())
 	cfg := testenv.AdminConfig(t)
 	admin := testenv.AdminClient(t)
@@ -265,50 +261,6 @@ func (n *testNode) addPod(t *testing.T, name string, containers ...v1.Container)
 
 func ctr(name string, command ...string) v1.Container {
 	return v1.Container{Name: name, Command: command}
-}
-
-// kubectl runs the control plane's kubectl as the admin.
-func kubectl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := kubectlCmd(t, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errb.String(), code
-}
-
-func kubectlCmd(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	cp := testenv.ControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, kubectlBin(t), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig())
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
-
-var (
-	kubectlOnce sync.Once
-	kubectlPath string
-)
-
-// kubectlBin is the kubectl built with the control plane, in the state
-// folder the tests started with.
-func kubectlBin(t *testing.T) string {
-	t.Helper()
-	kubectlOnce.Do(func() {
-		_, bin := testenv.Binaries(t)
-		kubectlPath = filepath.Join(bin, "kubectl")
-	})
-	return kubectlPath
 }
 
 // tlsClient calls the node server directly with the given client

@@ -54,7 +54,7 @@ func TestKubectlThroughOurServer(t *testing.T) {
 
 func testExec(t *testing.T, n *testNode, pod string) {
 	t.Run("exec echo", func(t *testing.T) {
-		out, errOut, code := kubectl(t, "", "exec", pod, "-c", "main", "--", "echo", "hi")
+		out, errOut, code := testenv.Kubectl(t, "", "exec", pod, "-c", "main", "--", "echo", "hi")
 		if out != "hi\n" || code != 0 {
 			t.Errorf("kubectl exec -- echo hi: stdout %q, exit %d, stderr %q; want \"hi\\n\", 0", out, code, errOut)
 		}
@@ -69,13 +69,13 @@ func testExec(t *testing.T, n *testNode, pod string) {
 		}
 	})
 	t.Run("exit code", func(t *testing.T) {
-		_, errOut, code := kubectl(t, "", "exec", pod, "-c", "main", "--", "sh", "-c", "exit 3")
+		_, errOut, code := testenv.Kubectl(t, "", "exec", pod, "-c", "main", "--", "sh", "-c", "exit 3")
 		if code != 3 || !strings.Contains(errOut, "command terminated with exit code 3") {
 			t.Errorf("kubectl exec -- sh -c 'exit 3': exit %d, stderr %q; want 3", code, errOut)
 		}
 	})
 	t.Run("stdin", func(t *testing.T) {
-		out, errOut, code := kubectl(t, "hello through stdin\n", "exec", "-i", pod, "-c", "main", "--", "cat")
+		out, errOut, code := testenv.Kubectl(t, "hello through stdin\n", "exec", "-i", pod, "-c", "main", "--", "cat")
 		if out != "hello through stdin\n" || code != 0 {
 			t.Errorf("kubectl exec -i -- cat: stdout %q, exit %d, stderr %q", out, code, errOut)
 		}
@@ -84,7 +84,7 @@ func testExec(t *testing.T, n *testNode, pod string) {
 		testTTY(t, pod)
 	})
 	t.Run("attach", func(t *testing.T) {
-		cmd := kubectlCmd(t, "attach", pod, "-c", "main")
+		cmd := testenv.KubectlCmd(t, "attach", pod, "-c", "main")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -101,7 +101,7 @@ func testExec(t *testing.T, n *testNode, pod string) {
 // shell prompts, echoes what we type, and its exit code is kubectl's.
 func testTTY(t *testing.T, pod string) {
 	master, slave := openPTY(t)
-	cmd := kubectlCmd(t, "exec", "-it", pod, "-c", "main", "--", "sh")
+	cmd := testenv.KubectlCmd(t, "exec", "-it", pod, "-c", "main", "--", "sh")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	setControllingTTY(cmd)
 	if err := cmd.Start(); err != nil {
@@ -136,24 +136,24 @@ func testLogs(t *testing.T, n *testNode, pod string) {
 	t.Run("logs", func(t *testing.T) {
 		var out string
 		poll(t, "two ticks in the log", 30*time.Second, func() bool {
-			out, _, _ = kubectl(t, "", "logs", pod, "-c", "main")
+			out, _, _ = testenv.Kubectl(t, "", "logs", pod, "-c", "main")
 			return strings.HasPrefix(out, "started\ntick\ntick\n")
 		})
-		tail, _, _ := kubectl(t, "", "logs", pod, "-c", "main", "--tail=1")
+		tail, _, _ := testenv.Kubectl(t, "", "logs", pod, "-c", "main", "--tail=1")
 		if tail != "tick\n" {
 			t.Errorf("kubectl logs --tail=1 = %q, want \"tick\\n\"", tail)
 		}
-		ts, _, _ := kubectl(t, "", "logs", pod, "-c", "main", "--tail=1", "--timestamps")
+		ts, _, _ := testenv.Kubectl(t, "", "logs", pod, "-c", "main", "--tail=1", "--timestamps")
 		if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z tick\n$`).MatchString(ts) {
 			t.Errorf("kubectl logs --timestamps = %q, want an RFC3339 time then tick", ts)
 		}
-		_, errOut, code := kubectl(t, "", "logs", pod, "-c", "main", "--previous")
+		_, errOut, code := testenv.Kubectl(t, "", "logs", pod, "-c", "main", "--previous")
 		if code == 0 || !strings.Contains(errOut, `previous terminated container "main"`) {
 			t.Errorf("kubectl logs --previous with no earlier container: exit %d, %q", code, errOut)
 		}
 	})
 	t.Run("logs -f", func(t *testing.T) {
-		cmd := kubectlCmd(t, "logs", "-f", "--tail=0", pod, "-c", "main")
+		cmd := testenv.KubectlCmd(t, "logs", "-f", "--tail=0", pod, "-c", "main")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func testLogs(t *testing.T, n *testNode, pod string) {
 
 func testPortForward(t *testing.T, n *testNode, pod string) {
 	t.Run("port-forward", func(t *testing.T) {
-		cmd := kubectlCmd(t, "port-forward", "pod/"+pod, ":7000")
+		cmd := testenv.KubectlCmd(t, "port-forward", "pod/"+pod, ":7000")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -365,12 +365,12 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 	defer mock.Stop()
 	n := startNode(t, "srv-stop", critest.Runtime{Name: "fakecri", Endpoint: mock.Endpoint(), BusyboxImage: "localhost/kubelet-labs/busybox:1.35.0"}, true)
 	pod := n.addPod(t, "stop", ticker)
-	held := kubectlCmd(t, "exec", "-i", pod.Name, "--", "cat")
+	held := testenv.KubectlCmd(t, "exec", "-i", pod.Name, "--", "cat")
 	stdin, err := held.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	follow := kubectlCmd(t, "logs", "-f", pod.Name)
+	follow := testenv.KubectlCmd(t, "logs", "-f", pod.Name)
 	followOut, err := follow.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
