@@ -63,23 +63,6 @@ func fakeNodeWith(t *testing.T, name string, env []string, extra ...string) (*te
 	return p, stateDir
 }
 
-// kubectl runs the kubectl built with the control plane, as the admin.
-func kubectl(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	_, binDir := testenv.Binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.ControlPlane(t).AdminKubeconfig())
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), err
-}
-
 func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	const name = "fake-node-test"
 	p, nodeDir := fakeNode(t, name)
@@ -150,20 +133,21 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	// InternalIP (it listens on all addresses by default) → the mock CRI.
 	// The kubelet's serving certificate must be issued first.
 	p.WaitFor(t, "approved serving CSR", time.Minute)
-	var logs string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		logs, err = kubectl(t, "logs", pod.Name)
-		return err == nil && logs != "", nil
+	var logs, errOut string
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var code int
+		logs, errOut, code = testenv.Kubectl(t, "", "logs", pod.Name)
+		return code == 0 && logs != "", nil
 	})
 	if want := "hello from nginx on " + name + "\n"; logs != want {
-		t.Errorf("kubectl logs nginx = %q (%v), want %q", logs, err, want)
+		t.Errorf("kubectl logs nginx = %q (%s), want %q", logs, errOut, want)
 	}
-	if out, err := kubectl(t, "exec", pod.Name, "--", "echo", "hi"); err != nil || out != "hi\n" {
-		t.Errorf("kubectl exec nginx -- echo hi = %q (%v), want \"hi\\n\"", out, err)
+	if out, errOut, code := testenv.Kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); code != 0 || out != "hi\n" {
+		t.Errorf("kubectl exec nginx -- echo hi = %q, exit %d (%s), want \"hi\\n\"", out, code, errOut)
 	}
 	checkServerSecurity(t, node)
-	if out, err := kubectl(t, "describe", "node", name); err != nil {
-		t.Error(err)
+	if out, errOut, code := testenv.Kubectl(t, "", "describe", "node", name); code != 0 {
+		t.Errorf("kubectl describe node %s: exit %d: %s", name, code, errOut)
 	} else {
 		flat := strings.Join(strings.Fields(out), " ")
 		for _, want := range []string{"Container Runtime Version: fakecri://", "Kubelet Version: v1.36.3", "default nginx", "Ready True"} {
