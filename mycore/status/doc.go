@@ -33,10 +33,16 @@
 //     has a deletionTimestamp, its phase in the apiserver is terminal and
 //     TerminatePod was called (canBeDeleted :1241): the kubelet is the
 //     last to let go of a pod, and until then kubectl shows Terminating.
+//   - A static pod exists in the apiserver only as its mirror pod, so its
+//     status is posted there (Options.Mirrors, upstream's PodManager
+//     translation): held while it has no mirror pod, the version the
+//     apiserver has kept per mirror pod UID (a mirror pod made again gets
+//     the status anew, :1102-1111), the UID check done on the translated
+//     UID (TranslatePodUID, :1170). A mirror pod is never the final
+//     delete's: it belongs to the kubelet's mirror client.
 //
-// What it leaves out: static and mirror pods (upstream translates a static
-// pod's UID to its mirror pod's), in-place resize conditions, update
-// notifiers, metrics.
+// What it leaves out: in-place resize conditions, update notifiers,
+// metrics.
 //
 // Generate is the kubelet's generateAPIPodStatus (kubelet_pods.go:1891):
 // the API status made from the runtime's view of the pod.

@@ -32,6 +32,17 @@ type PodGetter interface {
 	GetPodByUID(uid types.UID) (*v1.Pod, bool)
 }
 
+// MirrorPods pairs a static pod with its mirror pod: the status of a
+// static pod is posted to its mirror pod, the only object of it the
+// apiserver has (the PodManager the kubelet's status manager takes,
+// :103-109). kubepod.Manager (the pod manager) satisfies it.
+type MirrorPods interface {
+	GetMirrorPodByPod(*v1.Pod) (*v1.Pod, bool)
+	// TranslatePodUID is the static pod's UID for its mirror pod's UID,
+	// and any other UID unchanged.
+	TranslatePodUID(uid types.UID) kubetypes.ResolvedPodUID
+}
+
 // Options configure a Manager. Every field is optional.
 type Options struct {
 	// SyncPeriod: full reconcile of every cached status; default 10s.
@@ -44,6 +55,11 @@ type Options struct {
 	// status that someone else overwrote (needsReconcile, :1269). Without
 	// it, the manager knows only the pods handed to it.
 	Pods PodGetter
+	// Mirrors, if set, makes the manager post the status of each static
+	// pod (kubernetes.io/config.source=file) to its mirror pod, and hold
+	// it while the static pod has none yet (syncBatch :1102-1111). Without
+	// it, static pods are left out: nothing is posted for them.
+	Mirrors MirrorPods
 }
 
 // versioned is upstream's versionedPodStatus (:52-65): a status, its
@@ -279,9 +295,12 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 	old := pod.Status
 	if isCached {
 		old = cached.status
-		if cached.finished {
+		if cached.finished && !kubetypes.IsStaticPod(pod) {
 			finished = true // once finished, always finished (:852-860)
 		}
+	} else if mirror, ok := m.mirrorOf(pod); ok {
+		// A static pod's last posted status is its mirror pod's (:861-862).
+		old = mirror.Status
 	}
 	if err := checkContainerStateTransition(&old, &status, &pod.Spec); err != nil {
 		m.logf("status  %s: not updated: %v", podName(pod), err)
@@ -334,6 +353,15 @@ func updateLastTransitionTime(status, old *v1.PodStatus, t v1.PodConditionType) 
 	if _, o := podutil.GetPodCondition(old, t); o != nil && o.Status == c.Status {
 		c.LastTransitionTime = o.LastTransitionTime
 	}
+}
+
+// mirrorOf is the mirror pod of a static pod, if Options.Mirrors knows
+// one.
+func (m *Manager) mirrorOf(pod *v1.Pod) (*v1.Pod, bool) {
+	if m.o.Mirrors == nil || !kubetypes.IsStaticPod(pod) {
+		return nil, false
+	}
+	return m.o.Mirrors.GetMirrorPodByPod(pod)
 }
 
 // deleteStatus forgets one pod (deletePodStatus, :1040).

@@ -19,35 +19,52 @@ import (
 // true, also pods that can be deleted now and pods whose status in the
 // apiserver differs from ours. It returns how many pods it synced. Run
 // calls it; tests and labs that step by hand may call it directly.
+//
+// A static pod's status goes to its mirror pod: the version the apiserver
+// has is kept per mirror pod UID (apiStatusVersions is keyed by
+// MirrorPodUID, :79), so a mirror pod deleted and made again gets the
+// status posted anew. A static pod without a mirror pod yet is skipped
+// (:1105-1111): its status waits, cached, for the next pass.
 func (m *Manager) Sync(ctx context.Context, all bool) int {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	type job struct {
-		uid types.UID
-		st  versioned
+		uid       types.UID // the pod's own UID (the static pod's)
+		statusUID types.UID // the UID of the object in the apiserver (its mirror pod's)
+		st        versioned
 	}
 	var jobs []job
 	m.mu.RLock()
-	if all {
-		for uid := range m.apiVersions { // forget versions of forgotten pods
-			if _, ok := m.statuses[uid]; !ok {
-				delete(m.apiVersions, uid)
-			}
-		}
-	}
+	live := make(map[types.UID]bool, len(m.statuses))
 	for uid, st := range m.statuses {
+		statusUID := uid
+		if kubetypes.IsStaticPod(st.pod) {
+			mirror, ok := m.mirrorOf(st.pod)
+			if !ok {
+				continue // no mirror pod (yet), or no Mirrors: nothing to post to
+			}
+			statusUID = mirror.UID
+		}
+		live[statusUID] = true
 		switch {
 		case !all:
-			if m.apiVersions[uid] < st.version {
-				jobs = append(jobs, job{uid, st})
+			if m.apiVersions[statusUID] < st.version {
+				jobs = append(jobs, job{uid, statusUID, st})
 			}
-		case m.needsUpdate(uid, st):
-			jobs = append(jobs, job{uid, st})
+		case m.needsUpdate(uid, statusUID, st):
+			jobs = append(jobs, job{uid, statusUID, st})
 		case m.needsReconcile(uid, st):
 			// Someone else changed the status in the apiserver: the
 			// kubelet is the source of truth, post ours again (:1119-1128).
-			delete(m.apiVersions, uid)
-			jobs = append(jobs, job{uid, st})
+			delete(m.apiVersions, statusUID)
+			jobs = append(jobs, job{uid, statusUID, st})
+		}
+	}
+	if all {
+		for uid := range m.apiVersions { // forget versions of forgotten pods and mirror pods
+			if !live[uid] {
+				delete(m.apiVersions, uid)
+			}
 		}
 	}
 	m.mu.RUnlock()
@@ -55,28 +72,36 @@ func (m *Manager) Sync(ctx context.Context, all bool) int {
 		if ctx.Err() != nil {
 			break
 		}
-		m.syncPod(ctx, j.uid, j.st)
+		m.syncPod(ctx, j.uid, j.statusUID, j.st)
 	}
 	return len(jobs)
 }
 
 // syncPod writes one status to the apiserver, then deletes the pod if it
-// is finished and being deleted (:1151-1227). Call with syncMu held.
-func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
+// is finished and being deleted (:1151-1227). statusUID is the UID the
+// object in the apiserver should have: uid, or for a static pod its mirror
+// pod's. Call with syncMu held.
+func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st versioned) {
 	name := podName(st.pod)
+	if statusUID != uid {
+		name += " (mirror pod of the static pod)"
+	}
 	pod, err := m.client.CoreV1().Pods(st.pod.Namespace).Get(ctx, st.pod.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		// Gone: RemoveOrphanedStatuses will forget it.
+		// Gone: RemoveOrphanedStatuses will forget it (a mirror pod: the
+		// kubelet makes it again, then this status goes to the new one).
 		m.logf("status  %s: not posted: the pod no longer exists", name)
 		return
 	case err != nil:
 		m.logf("status  %s: not posted: get pod: %v (retried at the next sync)", name, err)
 		return
-	case pod.UID != uid:
+	case m.translate(pod.UID) != uid:
 		// Deleted and created again under the same name: this status
-		// belongs to a pod that is gone (:1177-1185).
-		m.logf("status  %s: not posted: the name now belongs to another pod (uid %s, ours was %s); status dropped", name, pod.UID, uid)
+		// belongs to a pod that is gone (:1170-1179). For a static pod:
+		// the name now belongs to a mirror pod the pod manager does not
+		// know yet, or to a pod that is no mirror of it.
+		m.logf("status  %s: not posted: the name now belongs to another pod (uid %s, ours was %s); status dropped", name, pod.UID, statusUID)
 		m.deleteStatus(uid)
 		return
 	}
@@ -108,9 +133,11 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 	// yet: the next sync tries again. (Upstream records it and relies on
 	// needsReconcile, which needs the pod manager.)
 	if !heldBack {
-		m.apiVersions[uid] = st.version
+		m.apiVersions[pod.UID] = st.version
 	}
 
+	// Never true for a mirror pod: a static pod is not deleted through
+	// the apiserver, and its mirror pod is the kubelet's to remove.
 	if !m.canBeDeleted(pod, st) {
 		return
 	}
@@ -128,10 +155,19 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, st versioned) {
 	m.deleteStatus(uid)
 }
 
+// translate is TranslatePodUID (:1170): the static pod's UID for a mirror
+// pod's UID the pod manager knows, any other UID unchanged.
+func (m *Manager) translate(uid types.UID) types.UID {
+	if m.o.Mirrors == nil {
+		return uid
+	}
+	return types.UID(m.o.Mirrors.TranslatePodUID(uid))
+}
+
 // needsUpdate: a version the apiserver has not seen, or a pod that can be
 // deleted now (:1229-1239). Call with syncMu and mu held.
-func (m *Manager) needsUpdate(uid types.UID, st versioned) bool {
-	if v, ok := m.apiVersions[uid]; !ok || v < st.version {
+func (m *Manager) needsUpdate(uid, statusUID types.UID, st versioned) bool {
+	if v, ok := m.apiVersions[statusUID]; !ok || v < st.version {
 		return true
 	}
 	if m.o.Pods == nil {
@@ -163,8 +199,14 @@ func (m *Manager) needsReconcile(uid types.UID, st versioned) bool {
 		return false
 	}
 	pod, ok := m.o.Pods.GetPodByUID(uid)
-	if !ok || kubetypes.IsStaticPod(pod) {
+	if !ok {
 		return false
+	}
+	if kubetypes.IsStaticPod(pod) {
+		// Only the mirror pod's status means anything (:1276-1283).
+		if pod, ok = m.mirrorOf(pod); !ok {
+			return false
+		}
 	}
 	api := pod.Status.DeepCopy()
 	normalizeStatus(pod, api)
