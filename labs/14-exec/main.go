@@ -36,11 +36,11 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/noderuntime"
 	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
@@ -115,7 +115,9 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	if err != nil {
 		return err
 	}
-	ca, err := clusterCA(cfg)
+	// The cluster CA, as the join reads it: it signed the apiserver's
+	// kubelet-client certificate, and it signs our serving certificate.
+	ca, _, err := bootstrap.ClusterCA(ctx, cfg, admin)
 	if err != nil {
 		return err
 	}
@@ -273,18 +275,6 @@ func nodeIP(address, flagIP string) (net.IP, error) {
 		return nil, fmt.Errorf("--address %s: cannot tell this machine's address (%v); give --node-ip", address, err)
 	}
 	return ip, nil
-}
-
-// clusterCA is the CA of the kubeconfig: it signed the apiserver's
-// kubelet-client certificate, and it signs our serving certificate.
-func clusterCA(cfg *rest.Config) ([]byte, error) {
-	if len(cfg.TLSClientConfig.CAData) > 0 {
-		return cfg.TLSClientConfig.CAData, nil
-	}
-	if cfg.TLSClientConfig.CAFile == "" {
-		return nil, errors.New("the kubeconfig names no certificate-authority: the node cannot verify clients without the cluster CA")
-	}
-	return os.ReadFile(cfg.TLSClientConfig.CAFile)
 }
 
 func orNone(s []string) string {
