@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,42 +36,14 @@ func defaults(kubeconfig, nodeName, runtime string) options {
 		websockets: true, denyTTL: time.Second, timeout: time.Minute}
 }
 
-// startLab runs the lab in-process with a private state folder; stop ends
-// it and waits for run to return.
-func startLab(t *testing.T, o options) (l *lab, out *testenv.SyncBuffer, stop func()) {
+// startLab runs the lab in-process with a private state folder.
+func startLab(t *testing.T, o options) *testenv.Lab[*lab] {
 	t.Helper()
 	testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	out = &testenv.SyncBuffer{}
-	ready := make(chan *lab, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, o, out, func(l *lab) { ready <- l }) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("lab output:\n%s", out)
-		}
+	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
+		return run(ctx, o, out, onReady)
 	})
-	select {
-	case l = <-ready:
-		return l, out, stop
-	case err := <-errc:
-		errc <- err
-		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("not ready after 3m:\n%s", out)
-	}
-	return nil, nil, nil
 }
 
 // TestKubectlIntoOurNode is the README's walk-through, on the mock and on
@@ -101,7 +72,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	before := goleak.IgnoreCurrent()
 	o := defaults(cp.AdminKubeconfig(), nodeName, runtime)
 	o.endpoint = endpoint
-	l, out, stop := startLab(t, o)
+	l := startLab(t, o)
 	pod := shellPod(t, admin, nodeName, "")
 	waitReady(t, admin, pod)
 
@@ -115,7 +86,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		if got, errOut, code := testenv.Kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
 			t.Errorf("echo hello | kubectl exec -i shell -- cat: %q, exit %d, %q", got, code, errOut)
 		}
-		if !strings.Contains(out.String(), "server   GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
+		if !strings.Contains(l.Out.String(), "server   GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
 			t.Errorf("the lab did not print the exec request as it reached the node server")
 		}
 	})
@@ -145,7 +116,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		}
 	})
 	t.Run("at the node server's door", func(t *testing.T) {
-		refusals(t, l, admin)
+		refusals(t, l.L, admin)
 	})
 
 	// A graceful delete: the node stops the containers, then the status
@@ -162,7 +133,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	if err != nil {
 		t.Errorf("pod %s still there a minute after its delete: the node did not finish it", pod.Name)
 	}
-	stop()
+	l.Stop()
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
