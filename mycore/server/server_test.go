@@ -370,6 +370,10 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	heldOut, err := held.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	follow := testenv.KubectlCmd(t, "logs", "-f", pod.Name)
 	followOut, err := follow.StdoutPipe()
 	if err != nil {
@@ -384,6 +388,14 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 	poll(t, "the exec session to be open", 30*time.Second, func() bool {
 		return strings.Contains(n.log.String(), "command=cat&error=1&input=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming")
 	})
+	// Open all the way to the runtime: a line through cat and back. Our
+	// side is upgraded before the streams to the runtime's streaming server
+	// exist; stopped in between, that server waits for them for its stream
+	// creation timeout (30 s), which is not the stop this test is about.
+	if _, err := io.WriteString(stdin, "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(t, heldOut, "ping", 1, 30*time.Second)
 	stopped := make(chan struct{})
 	go func() { stopNode(t, n); close(stopped) }()
 	select {
