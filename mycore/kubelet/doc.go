@@ -1,16 +1,27 @@
 // Package kubelet wires chapter 3's pieces into one running node: the pod
-// source (an informer on pods bound to the node), the pod manager, the pod
-// workers, the PLEG over a CRI runtime, the pod cache between them, a
-// runtime manager that starts and stops containers, and the status manager
-// that reports back. It is the kubelet's Kubelet struct cut to those parts
-// (pkg/kubelet/kubelet.go, Kubernetes v1.36.3; line numbers refer to that
-// file unless another is named):
+// sources (an informer on pods bound to the node, and the static pod
+// manifests of a folder), the pod manager, the pod workers, the PLEG over a
+// CRI runtime, the pod cache between them, a runtime manager that starts
+// and stops containers, the status manager that reports back, and the
+// mirror client that shows each static pod in the apiserver. It is the
+// kubelet's Kubelet struct cut to those parts (pkg/kubelet/kubelet.go,
+// Kubernetes v1.36.3; line numbers refer to that file unless another is
+// named):
 //
 //	informer ──PodUpdate──▶ syncLoop ──UpdatePod──▶ pod workers ──▶ Syncer
-//	   PLEG  ──events────▶    │                       ▲  waits on     │ SyncPod/KillPod
-//	housekeeping ─tick──▶     │                       │  pod cache    ▼
-//	                          └─ HandlePodCleanups    └── PLEG ◀── CRI runtime
-//	                                                  status manager ──▶ apiserver
+//	  files  ──PodUpdate──▶   │                       ▲  waits on     │ SyncPod/KillPod
+//	   PLEG  ──events────▶    │                       │  pod cache    ▼
+//	housekeeping ─tick──▶     │                       └── PLEG ◀── CRI runtime
+//	                          └─ HandlePodCleanups    status manager ──▶ apiserver
+//	                                                  mirror pods   ──▶ apiserver
+//
+// A static pod runs from a file alone; the apiserver only shows it, as a
+// mirror pod that SyncPod creates (and replaces when the manifest
+// changes), that carries the static pod's status, and that housekeeping
+// deletes once the static pod is gone. Deleting a mirror pod stops
+// nothing: the next sync makes it again. Housekeeping waits until both
+// sources have delivered their first list: before that, pods of the
+// silent source look gone.
 //
 // What a learner should take from it: nothing here talks to the runtime
 // and the apiserver in one step. Config says what should run, the PLEG

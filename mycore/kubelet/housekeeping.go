@@ -18,7 +18,10 @@ import (
 //   - a pod the runtime runs but nobody wants any more (its object was
 //     deleted while this node was down, or its containers were started by
 //     someone else with our labels) is killed as a runtime-only pod;
+//   - mirror pods whose static pod is gone are deleted;
 //   - statuses and reasons of forgotten pods are dropped.
+//
+// It runs only once every pod source has delivered its first list.
 func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 	all := k.pods.GetPods()
 	known := k.workers.SyncKnownPods(all)
@@ -43,6 +46,7 @@ func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 		}
 	}
 
+	k.deleteOrphanedMirrorPods(ctx)
 	k.collectGarbage(ctx)
 	k.status.RemoveOrphanedStatuses(wanted)
 	for uid := range k.reasons.uids() {

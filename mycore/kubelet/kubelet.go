@@ -22,6 +22,7 @@ import (
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
+	"kubelet-labs/mycore/mirror"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
 	"kubelet-labs/mycore/prober"
@@ -84,6 +85,14 @@ type Options struct {
 	// Terminated, and Run returns once they are. Zero: Run returns at once
 	// and pods keep running, as when a kubelet restarts.
 	ShutdownGracePeriod time.Duration
+	// StaticPodPath is the folder (or single file) of static pod
+	// manifests (the kubelet's staticPodPath); empty: no file source.
+	// Each static pod gets a mirror pod in the apiserver, made with
+	// Client, which carries its status.
+	StaticPodPath string
+	// FileCheckFrequency: how often StaticPodPath is read again besides
+	// inotify (the kubelet's fileCheckFrequency, 20 s).
+	FileCheckFrequency time.Duration
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -103,10 +112,13 @@ type Kubelet struct {
 	reasons  *reasonCache
 	finished chan types.UID
 	ran      bool
+	// mirrors creates and deletes the mirror pods of static pods.
+	mirrors *mirror.Reconciler
 
-	// Owned by the sync loop: the pod source delivered its first list
-	// (nothing that looks gone may be collected before), and when the
-	// last garbage collection ran.
+	// Owned by the sync loop: every pod source (the apiserver and, with
+	// StaticPodPath, the files) delivered its first list — nothing that
+	// looks gone may be killed or collected before (sourcesReady.AllReady,
+	// kubelet.go:2797) — and when the last garbage collection ran.
 	sourcesReady bool
 	lastGC       time.Time
 
@@ -172,7 +184,9 @@ func New(o Options) (*Kubelet, error) {
 		return nil, err
 	}
 	k.workers = w
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log})
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log, Mirrors: k.pods})
+	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
+		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
@@ -181,8 +195,9 @@ func New(o Options) (*Kubelet, error) {
 }
 
 // Run is the kubelet's Run + syncLoop (kubelet.go:1850, :2620): start the
-// status manager and the PLEG, watch the pods bound to the node, and loop
-// until ctx is done. It returns after every goroutine it started has
+// status manager and the PLEG, watch the pods bound to the node (and the
+// static pod manifests of Options.StaticPodPath), and loop until ctx is
+// done. It returns after every goroutine it started has
 // exited. Containers keep running, as when a kubelet restarts: the next Run
 // finds them through the PLEG (and stops those whose pod is gone) — unless
 // Options.ShutdownGracePeriod asks for a graceful node shutdown first.
@@ -212,15 +227,20 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if updates == nil {
 		updates, own = podconfig.Watch(node, k.o.Client, k.o.NodeName), true
 	}
+	files := k.fileSource(node) // nil without StaticPodPath
 	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
 	defer housekeeping.Stop()
-	k.syncLoop(ctx, updates, housekeeping.C)
+	k.syncLoop(ctx, updates, files, housekeeping.C)
 	if k.o.ShutdownGracePeriod > 0 {
 		k.shutdown(node)
 	}
 	cancel()
 	if own {
 		for range updates { // the source closes it once its informer is gone
+		}
+	}
+	if files != nil {
+		for range files { // closed once its goroutines are gone
 		}
 	}
 	return nil

@@ -19,10 +19,15 @@ import (
 var _ podconfig.Handler = (*Kubelet)(nil)
 
 // syncLoop is syncLoopIteration (kubelet.go:2695-2815) with its inputs:
-// config updates, PLEG events, probe results and the housekeeping tick.
-// (The resync queue the kubelet drains every second lives in
+// config updates from the apiserver and from the static pod files (nil:
+// none), PLEG events, probe results and the housekeeping tick. (The
+// kubelet merges its sources into one channel, PodConfig; here each has
+// its own. The resync queue the kubelet drains every second lives in
 // mycore/podworkers.)
-func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate, housekeeping <-chan time.Time) {
+func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.PodUpdate, housekeeping <-chan time.Time) {
+	// Each source's first update is its whole list, even empty
+	// (sourcesReady.AddSource, kubelet.go:2732).
+	apiSeen, filesSeen := false, files == nil
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,9 +36,23 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpda
 			if !ok {
 				return
 			}
-			k.sourcesReady = true // the informer's first list arrives as one ADD, even empty
+			apiSeen = true
+			k.sourcesReady = apiSeen && filesSeen
 			for _, p := range u.Pods {
 				k.log("config  %-9s %s", podconfig.OpName(u.Op), podName(p))
+			}
+			if err := podconfig.Dispatch(ctx, u, k); err != nil {
+				k.log("config  %v", err)
+			}
+		case u, ok := <-files:
+			if !ok {
+				files = nil // it ends with the node's context, after this loop
+				continue
+			}
+			filesSeen = true
+			k.sourcesReady = apiSeen && filesSeen
+			for _, p := range u.Pods {
+				k.log("config  %-9s %s (static pod, from a file)", podconfig.OpName(u.Op), podName(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.log("config  %v", err)
@@ -61,6 +80,11 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpda
 			k.status.SetContainerStartup(u.PodUID, u.ContainerID, started)
 			k.handleProbeSync(ctx, u, "startup", fmt.Sprintf("SetContainerStartup(%v), ", started))
 		case <-housekeeping:
+			if !k.sourcesReady {
+				// A source that has not listed yet makes its pods look
+				// gone: no cleanup may act on that (kubelet.go:2797-2800).
+				continue
+			}
 			k.handlePodCleanups(ctx)
 			// Probes of pods the node no longer has (HandlePodCleanups,
 			// kubelet_pods.go:1288; normally SyncTerminatingPod removed them).

@@ -26,7 +26,7 @@ var _ podworkers.Syncer = (*syncer)(nil)
 // pod cache before acting (kubelet.go:2066-2112): what is posted is always
 // what was observed, never what was just asked for; the PLEG sees the
 // result and triggers the next sync.
-func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
+func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
 	k := s.k
 	api := k.generateStatus(pod, podStatus, false)
 	k.status.SetPodStatus(pod, api)
@@ -35,6 +35,8 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 		return true, nil, nil
 	}
 	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, podName(pod), api.Phase, describe(podStatus))
+	// A static pod needs its mirror pod, matching (kubelet.go:2185-2186).
+	k.reconcileMirrorPod(ctx, pod, mirrorPod)
 	// Every probe of the pod gets its worker (kubelet.go:2214); AddPod
 	// leaves existing ones alone.
 	k.probes.AddPod(pod)

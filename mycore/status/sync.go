@@ -99,9 +99,14 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 	case m.translate(pod.UID) != uid:
 		// Deleted and created again under the same name: this status
 		// belongs to a pod that is gone (:1170-1179). For a static pod:
-		// the name now belongs to a mirror pod the pod manager does not
-		// know yet, or to a pod that is no mirror of it.
-		m.logf("status  %s: not posted: the name now belongs to another pod (uid %s, ours was %s); status dropped", name, pod.UID, statusUID)
+		// the name now belongs to a mirror pod of another static pod (the
+		// manifest was edited), to one the pod manager does not know yet,
+		// or to a pod that is no mirror pod.
+		if statusUID != uid {
+			m.logf("status  %s: not posted: pod %s is not the mirror pod of static pod %s (any more); status dropped", name, pod.UID, uid)
+		} else {
+			m.logf("status  %s: not posted: the name now belongs to another pod (uid %s, ours was %s); status dropped", name, pod.UID, uid)
+		}
 		m.deleteStatus(uid)
 		return
 	}

@@ -1,0 +1,328 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/node"
+	"kubelet-labs/mylib/fakecri"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The mock uses the image names of the course's containerd.
+const (
+	mockPauseImage   = "localhost/kubelet-labs/pause:1.0"
+	mockBusyboxImage = "localhost/kubelet-labs/busybox:1.35.0"
+)
+
+// lines collects the kubelet's log, printed if the test fails (t.Logf
+// cannot be called once the test has ended, and the kubelet's goroutines
+// may still log then).
+type lines struct {
+	mu    sync.Mutex
+	start time.Time
+	l     []string
+}
+
+func (l *lines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.l = append(l.l, fmt.Sprintf("%8.3fs ", time.Since(l.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.l, "\n")
+}
+
+// node is one of our kubelets on the mock CRI, joined to the test's
+// control plane, with a static pod folder.
+type testNode struct {
+	name      string
+	manifests string
+	cri       *cri.Client
+	admin     kubernetes.Interface
+	log       *lines
+}
+
+// startNode joins node name, starts the mock CRI and runs a Kubelet with
+// opts on them until the test ends; then checks that Run returned and
+// that nothing was left running (goroutines).
+func startNode(t *testing.T, name string, opts Options) *testNode {
+	t.Helper()
+	testenv.NoLeaks(t) // first: its check runs after every other cleanup
+	// A short folder: the mock's socket lives in it (108 bytes at most).
+	dir, err := os.MkdirTemp("", "kubelet-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv(state.EnvVar, dir)
+	ctx := context.Background()
+
+	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Name: name, Lab: "test-kubelet", NoTaint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(j.Stop)
+	mock, err := fakecri.Start(filepath.Join(dir, "cri.sock"), fakecri.WithPauseImage(mockPauseImage), fakecri.WithImages(mockBusyboxImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mock.Stop)
+	crc, err := cri.Dial(ctx, mock.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crc.Close() })
+
+	n := &testNode{name: name, manifests: filepath.Join(dir, "manifests"), cri: crc, admin: testenv.AdminClient(t), log: &lines{start: time.Now()}}
+	if err := os.Mkdir(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts.NodeName, opts.Client, opts.CRI = name, j.Client, crc
+	opts.PodLogsDir, opts.HostIPs, opts.Log = filepath.Join(dir, "pod-logs"), []string{"127.0.0.1"}, n.log.logf
+	if opts.StaticPodPath == "" {
+		opts.StaticPodPath = n.manifests
+	}
+	k, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- k.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("Run did not return within a minute of the end of its context")
+		}
+		if _, err := k.RemoveAll(context.Background()); err != nil {
+			t.Errorf("RemoveAll: %v", err)
+		}
+		if t.Failed() || os.Getenv("KUBELET_TEST_LOG") != "" {
+			t.Logf("kubelet log:\n%s", n.log)
+		}
+	})
+	return n
+}
+
+// put writes a manifest under a dot-name, then renames it into place: the
+// file source never reads it half-written.
+func (n *testNode) put(t *testing.T, file, body string) {
+	t.Helper()
+	tmp := filepath.Join(n.manifests, "."+file)
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond every 50 ms for up to two minutes and returns how
+// long it took.
+func waitFor(t *testing.T, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < 2*time.Minute {
+		ok, err := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after 2m waiting for %s (last: %v)", what, last)
+	return 0
+}
+
+// runningMirror is the mirror pod of a static pod once it shows the
+// static pod Running with container main running: the status only the
+// node can have posted.
+func (n *testNode) runningMirror(t *testing.T, name string) (*v1.Pod, error) {
+	p, err := n.admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if !kubetypes.IsMirrorPod(p) {
+		return nil, fmt.Errorf("pod %s is not a mirror pod (annotations %v)", name, p.Annotations)
+	}
+	if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+		return nil, fmt.Errorf("mirror pod %s: phase %s, %d container status(es)", p.UID, p.Status.Phase, len(p.Status.ContainerStatuses))
+	}
+	return p, nil
+}
+
+// containers are the containers the mock runs for the pod with this UID
+// (the static pod's, which the apiserver never sees).
+func (n *testNode) containers(t *testing.T, uid string) []*runtimeapi.Container {
+	t.Helper()
+	ctx := context.Background()
+	sandboxes, err := n.cri.Pods(ctx, map[string]string{"io.kubernetes.pod.uid": uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*runtimeapi.Container
+	for _, s := range sandboxes {
+		cs, err := n.cri.Containers(ctx, s.Id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, cs...)
+	}
+	return out
+}
+
+const webManifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: main
+    image: ` + mockBusyboxImage + `
+    command: [sleep, infinity]
+`
+
+// TestStaticPod: a manifest dropped in the folder runs on the node and
+// shows in the apiserver as a mirror pod carrying its status; `kubectl
+// delete` of the mirror pod makes the node create it again without
+// touching the containers; removing the manifest stops the containers and
+// deletes the mirror pod. The periodic read of the folder is the
+// kubelet's 20 s: everything here happens through inotify.
+func TestStaticPod(t *testing.T) {
+	n := startNode(t, "t-static", Options{})
+	const mirrorName = "web-t-static"
+	// A bad manifest is logged and skipped; the node goes on.
+	n.put(t, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: [{name: Bad_Name, image: x}]}\n")
+
+	n.put(t, "web.yaml", webManifest)
+	var mirror *v1.Pod
+	took := waitFor(t, "the mirror pod, Running", func() (bool, error) {
+		var err error
+		mirror, err = n.runningMirror(t, mirrorName)
+		return err == nil, err
+	})
+	t.Logf("manifest written → mirror pod Running in the apiserver: %s", took.Round(time.Millisecond))
+	if !strings.Contains(n.log.String(), "Could not process manifest file: invalid pod") {
+		t.Errorf("no log line reports bad.yaml")
+	}
+
+	// The mirror pod is the node's: owned by its Node, bound to it, with
+	// the hash of the static pod it mirrors.
+	staticUID := mirror.Annotations[kubetypes.ConfigHashAnnotationKey]
+	if mirror.Annotations[kubetypes.ConfigMirrorAnnotationKey] != staticUID || staticUID == "" {
+		t.Errorf("mirror annotations %v: want config.mirror = config.hash", mirror.Annotations)
+	}
+	if mirror.Spec.NodeName != n.name || len(mirror.OwnerReferences) != 1 || mirror.OwnerReferences[0].Kind != "Node" || mirror.OwnerReferences[0].Name != n.name {
+		t.Errorf("mirror pod: nodeName %q, ownerReferences %v; want bound to and owned by Node %s", mirror.Spec.NodeName, mirror.OwnerReferences, n.name)
+	}
+	if string(mirror.UID) == staticUID {
+		t.Errorf("the mirror pod has the static pod's UID %s: it should be the apiserver's own", staticUID)
+	}
+	// The status is the runtime's: the container the mock runs.
+	cs := n.containers(t, staticUID)
+	if len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("the mock runs %d container(s) for static pod %s: %v", len(cs), staticUID, cs)
+	}
+	if got := mirror.Status.ContainerStatuses[0].ContainerID; !strings.HasSuffix(got, cs[0].Id) {
+		t.Errorf("mirror status shows container %s, the mock runs %s", got, cs[0].Id)
+	}
+
+	// kubectl delete of the mirror pod: the node makes a new one, and the
+	// static pod runs on untouched (same container, no restart).
+	deleted := time.Now()
+	if out, errOut, code := testenv.Kubectl(t, "", "delete", "pod", mirrorName, "--namespace", "default"); code != 0 {
+		t.Fatalf("kubectl delete: exit %d: %s%s", code, out, errOut)
+	}
+	var mirror2 *v1.Pod
+	took = waitFor(t, "a new mirror pod, Running", func() (bool, error) {
+		var err error
+		mirror2, err = n.runningMirror(t, mirrorName)
+		if err == nil && mirror2.UID == mirror.UID {
+			return false, fmt.Errorf("still the old mirror pod %s", mirror.UID)
+		}
+		return err == nil, err
+	})
+	t.Logf("kubectl delete of the mirror pod → a new mirror pod Running: %s after kubectl started (%s after it returned)",
+		time.Since(deleted).Round(time.Millisecond), took.Round(time.Millisecond))
+	c2 := mirror2.Status.ContainerStatuses[0]
+	if !strings.HasSuffix(c2.ContainerID, cs[0].Id) || c2.RestartCount != 0 {
+		t.Errorf("after the mirror pod was deleted: container %s restartCount %d; want the same container %s, never restarted", c2.ContainerID, c2.RestartCount, cs[0].Id)
+	}
+
+	// The manifest edited: a new static pod (its UID is the hash of the
+	// file), so the old one stops, the new one starts, and the mirror pod
+	// is replaced by one with the new hash.
+	edited := time.Now()
+	n.put(t, "web.yaml", strings.Replace(webManifest, "[sleep, infinity]", "[sleep, '3600']", 1))
+	var mirror3 *v1.Pod
+	waitFor(t, "the mirror pod of the edited static pod, Running", func() (bool, error) {
+		var err error
+		mirror3, err = n.runningMirror(t, mirrorName)
+		if err == nil && mirror3.Annotations[kubetypes.ConfigHashAnnotationKey] == staticUID {
+			return false, errors.New("still the mirror pod of the old static pod")
+		}
+		return err == nil, err
+	})
+	t.Logf("manifest edited → the new static pod's mirror pod Running: %s", time.Since(edited).Round(time.Millisecond))
+	if got := mirror3.Spec.Containers[0].Command; len(got) != 2 || got[1] != "3600" {
+		t.Errorf("new mirror pod's command %v, want the edited one", got)
+	}
+	waitFor(t, "the old static pod's containers stopped", func() (bool, error) {
+		for _, c := range n.containers(t, staticUID) {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false, fmt.Errorf("container %s still runs", c.Id)
+			}
+		}
+		return true, nil
+	})
+	staticUID = mirror3.Annotations[kubetypes.ConfigHashAnnotationKey]
+
+	// The manifest removed: the containers stop and the mirror pod goes.
+	removed := time.Now()
+	if err := os.Remove(filepath.Join(n.manifests, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the static pod's containers stopped", func() (bool, error) {
+		for _, c := range n.containers(t, staticUID) {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false, fmt.Errorf("container %s still runs", c.Id)
+			}
+		}
+		return true, nil
+	})
+	stopped := time.Since(removed)
+	waitFor(t, "the mirror pod deleted", func() (bool, error) {
+		_, err := n.admin.CoreV1().Pods("default").Get(context.Background(), mirrorName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	t.Logf("manifest removed → containers stopped %s, mirror pod gone %s", stopped.Round(time.Millisecond), time.Since(removed).Round(time.Millisecond))
+}
