@@ -44,7 +44,8 @@ func TestFleet(t *testing.T) {
 	const nodes, pods = 5, 20
 	stats := filepath.Join(t.TempDir(), "stats.json")
 	o := fleetOptions{kubeconfig: cp.AdminKubeconfig(), nodes: nodes, prefix: "t18", qps: -1, burst: 400,
-		relist: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats}
+		relist: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats,
+		memoryLimit: "none"} // process-wide: not in a test binary
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &testenv.SyncBuffer{}
@@ -201,7 +202,7 @@ func TestFleet(t *testing.T) {
 func TestFleetBadInput(t *testing.T) {
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
 	missing := filepath.Join(t.TempDir(), "nope.kubeconfig")
-	good := fleetOptions{kubeconfig: missing, nodes: 1, prefix: "t18", qps: -1, burst: 1, relist: time.Second, leaseSeconds: 40, statusEvery: 10 * time.Second}
+	good := fleetOptions{kubeconfig: missing, nodes: 1, prefix: "t18", qps: -1, burst: 1, relist: time.Second, leaseSeconds: 40, statusEvery: 10 * time.Second, memoryLimit: "none"}
 	for _, c := range []struct {
 		name string
 		edit func(*fleetOptions)
@@ -259,5 +260,39 @@ func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	})
 	if err != nil {
 		t.Fatalf("service account %s/default not made within 2m", ns)
+	}
+}
+
+// TestMemoryLimit: auto scales with the nodes, GOMEMLIMIT wins over
+// auto, none sets nothing, and a bad size is a clear error.
+func TestMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	for _, c := range []struct {
+		flag  string
+		nodes int
+		want  int64
+		err   string
+	}{
+		{"auto", 1000, 256<<20 + 1000*600<<10, ""},
+		{"", 10, 256<<20 + 10*600<<10, ""},
+		{"none", 1000, 0, ""},
+		{"2Gi", 1000, 2 << 30, ""},
+		{"10Mi", 1000, 0, "at least 64Mi"},
+		{"900MiB", 1000, 0, "want auto, none or a size"},
+	} {
+		got, why, err := fleetOptions{memoryLimit: c.flag, nodes: c.nodes}.memoryLimitBytes()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: got %v, want an error with %q", c.flag, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want || why == "" {
+			t.Errorf("%q, %d nodes: got %d (%q, %v), want %d", c.flag, c.nodes, got, why, err, c.want)
+		}
+	}
+	t.Setenv("GOMEMLIMIT", "3GiB")
+	if got, why, err := (fleetOptions{memoryLimit: "auto", nodes: 1000}).memoryLimitBytes(); err != nil || got != 0 || !strings.Contains(why, "GOMEMLIMIT=3GiB") {
+		t.Errorf("with GOMEMLIMIT set: got %d %q %v, want it left to the runtime", got, why, err)
 	}
 }

@@ -1,19 +1,23 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
 // Call is one kind of API request: the verb as the apiserver's audit log
 // and metrics name it, the resource (with subresource, "pods/status") and
-// the HTTP status code of the answer (0: no answer, a transport error).
+// the HTTP status code of the answer (0: no answer — a timeout or a
+// transport error; -1: cancelled by its caller, as when a node stops).
 type Call struct {
 	Verb     string `json:"verb"`
 	Resource string `json:"resource"`
@@ -39,11 +43,14 @@ func NewCalls() *Calls { return &Calls{n: map[Call]int64{}} }
 // Wrap makes every client built from cfg count its requests here.
 func (c *Calls) Wrap(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return wrap(rt, func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			code := 0
-			if err == nil {
+			switch {
+			case err == nil:
 				code = resp.StatusCode
+			case errors.Is(err, context.Canceled):
+				code = -1
 			}
 			verb, resource := Classify(req.Method, req.URL.Path, req.URL.Query().Get("watch") == "true")
 			c.mu.Lock()
@@ -54,9 +61,25 @@ func (c *Calls) Wrap(cfg *rest.Config) {
 	})
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
+// wrapper is a RoundTripper around another, as client-go's own wrappers
+// are: it names the one it wraps (utilnet.RoundTripperWrapper), so that
+// client-go can reach the transport underneath to cancel a request whose
+// timeout expired. Without that, every timed-out request logs "Warning:
+// unable to cancel request" — a thousand nodes' heartbeats timing out on
+// a busy apiserver logged 1,600 of those lines in one benchmark run.
+type wrapper struct {
+	next http.RoundTripper
+	f    func(*http.Request) (*http.Response, error)
+}
 
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func wrap(next http.RoundTripper, f func(*http.Request) (*http.Response, error)) http.RoundTripper {
+	return &wrapper{next: next, f: f}
+}
+
+func (w *wrapper) RoundTrip(r *http.Request) (*http.Response, error) { return w.f(r) }
+
+// WrappedRoundTripper implements utilnet.RoundTripperWrapper.
+func (w *wrapper) WrappedRoundTripper() http.RoundTripper { return w.next }
 
 // Counts is a sorted copy of the counters.
 func (c *Calls) Counts() []CallCount {
@@ -154,3 +177,5 @@ func Classify(method, path string, watch bool) (verb, resource string) {
 func (c CallCount) String() string {
 	return fmt.Sprintf("%-16s %-22s %3d  %d", c.Verb, c.Resource, c.Code, c.Count)
 }
+
+var _ utilnet.RoundTripperWrapper = (*wrapper)(nil)

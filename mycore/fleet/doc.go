@@ -30,8 +30,7 @@
 // node flow schemas, fairly against the other nodes (heartbeats first). A
 // certificate per node would do the same at the cost of a CSR and a TLS
 // session per node. Only the shared informers (all bound pods, the fleet's
-// Nodes) and the node status patch, which the library helper sends
-// without a context, go as the credential's own user.
+// Nodes) go as the credential's own user.
 //
 // With Options.SharedIdentity every request goes as the credential's user,
 // as KWOK's do: then no per-node check is made, and an admin's requests

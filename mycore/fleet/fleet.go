@@ -264,7 +264,7 @@ feed:
 // clients are the two views of the one connection: client for pods and
 // registration (rate-limited by QPS/Burst), heartbeat for leases and node
 // status (no limit, a timeout as the kubelet's heartbeat client).
-func (f *Fleet) clients() (client, heartbeat kubernetes.Interface, err error) {
+func (f *Fleet) clients() (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(o.Config)
 	cfg.UserAgent = "kubelet-labs-fleet"
@@ -290,7 +290,7 @@ func (f *Fleet) clients() (client, heartbeat kubernetes.Interface, err error) {
 	if client, err = kubernetes.NewForConfig(main); err != nil {
 		return nil, nil, err
 	}
-	if heartbeat, err = kubernetes.NewForConfig(hb); err != nil {
+	if heartbeat, err = newHeartbeatClient(hb, !o.SharedIdentity); err != nil {
 		return nil, nil, err
 	}
 	return client, heartbeat, nil

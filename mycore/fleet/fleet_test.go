@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -51,6 +53,71 @@ func TestImpersonateNodes(t *testing.T) {
 	}
 	if w := WastedOf(counts); w.DeletesOfGone != 1 || w.Conflicts != 0 {
 		t.Errorf("wasted %+v, want the one delete of a gone pod", w)
+	}
+}
+
+// TestHeartbeatForNode: a node's status reporter acts as the node even
+// through a library call that passes no context (nodeutil.PatchNodeStatus
+// uses context.TODO()); with the shared identity it acts as the
+// credential's user.
+func TestHeartbeatForNode(t *testing.T) {
+	users := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		users <- r.Header.Get("Impersonate-User")
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		impersonate bool
+		want        string
+	}{{true, "system:node:n-0007"}, {false, ""}} {
+		cfg := &rest.Config{Host: srv.URL}
+		if c.impersonate {
+			impersonateNodes(cfg)
+		}
+		hb, err := newHeartbeatClient(cfg, c.impersonate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := hb.forNode("n-0007")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = nc.CoreV1().Nodes().Patch(context.TODO(), "n-0007", types.StrategicMergePatchType, []byte("{}"), metav1.PatchOptions{}, "status")
+		if got := <-users; got != c.want {
+			t.Errorf("impersonate %v: the status patch went as %q, want %q", c.impersonate, got, c.want)
+		}
+	}
+}
+
+// TestCallsNoAnswer: a request that gets no answer is counted with code
+// 0 when it timed out, -1 when its caller cancelled it (a node stopping).
+func TestCallsNoAnswer(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	cfg := &rest.Config{Host: srv.URL}
+	calls := NewCalls()
+	calls.Wrap(cfg)
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, _ = c.CoreV1().Pods("ns").Get(timeout, "p", metav1.GetOptions{})
+	cancelled, cancelNow := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancelNow)
+	_, _ = c.CoreV1().Pods("ns").Get(cancelled, "p", metav1.GetOptions{})
+	counts := calls.Counts()
+	if len(counts) != 2 || counts[0].Call != (Call{"GET", "pods", -1}) || counts[1].Call != (Call{"GET", "pods", 0}) {
+		t.Errorf("counts %v, want one GET pods with code -1 (cancelled) and one with 0 (timed out)", counts)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
@@ -34,7 +36,7 @@ func asNode(ctx context.Context, name string) context.Context {
 // be a thousand TLS sessions for the same checks.
 func impersonateNodes(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return wrap(rt, func(req *http.Request) (*http.Response, error) {
 			name, ok := req.Context().Value(nodeKey{}).(string)
 			if !ok {
 				return rt.RoundTrip(req)
@@ -48,3 +50,60 @@ func impersonateNodes(cfg *rest.Config) {
 		})
 	})
 }
+
+// heartbeatClient is the client of every node's Lease and node status.
+// Both go as the node, like every other request of it: the lease
+// controller passes its context (see asNode) on every call, but
+// nodeutil.PatchNodeStatus, which the status reporter uses as the kubelet
+// does, makes its request with context.TODO(). forNode gives each status
+// reporter a client whose requests carry the node in their context
+// anyway — else a thousand status patches go as the credential's own
+// user, which priority and fairness exempts (an admin's), and crowd out
+// the nodes' own heartbeats on a busy apiserver instead of waiting in the
+// nodes' queue (system-node-high) like a kubelet's.
+type heartbeatClient struct {
+	kubernetes.Interface
+	cfg         *rest.Config
+	http        *http.Client
+	impersonate bool
+}
+
+func newHeartbeatClient(cfg *rest.Config, impersonate bool) (*heartbeatClient, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return &heartbeatClient{Interface: c, cfg: cfg, http: hc, impersonate: impersonate}, nil
+}
+
+// forNode is the client for one node's status reporter: the same
+// connection, its CoreV1 requests made as the node.
+func (h *heartbeatClient) forNode(name string) (kubernetes.Interface, error) {
+	if !h.impersonate {
+		return h.Interface, nil
+	}
+	next := h.http.Transport
+	hc := &http.Client{Timeout: h.http.Timeout, Transport: wrap(next, func(req *http.Request) (*http.Response, error) {
+		if _, ok := req.Context().Value(nodeKey{}).(string); !ok {
+			req = req.WithContext(context.WithValue(req.Context(), nodeKey{}, name))
+		}
+		return next.RoundTrip(req)
+	})}
+	core, err := corev1client.NewForConfigAndClient(h.cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return nodeCoreClient{Interface: h.Interface, core: core}, nil
+}
+
+// nodeCoreClient is a clientset whose CoreV1 is one node's.
+type nodeCoreClient struct {
+	kubernetes.Interface
+	core corev1client.CoreV1Interface
+}
+
+func (c nodeCoreClient) CoreV1() corev1client.CoreV1Interface { return c.core }

@@ -79,7 +79,7 @@ func (m *member) register(ctx context.Context, client kubernetes.Interface) erro
 
 // runHeartbeats renews the node's Lease (the kubelet's lease controller)
 // and keeps its status current, until ctx ends.
-func (m *member) runHeartbeats(ctx context.Context, heartbeat kubernetes.Interface, get func(context.Context, string) (*v1.Node, error)) {
+func (m *member) runHeartbeats(ctx context.Context, heartbeat *heartbeatClient, get func(context.Context, string) (*v1.Node, error)) {
 	ctx = asNode(ctx, m.name)
 	ctl, _, err := lease.NewController(ctx, lease.Config{
 		Client: heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
@@ -88,8 +88,13 @@ func (m *member) runHeartbeats(ctx context.Context, heartbeat kubernetes.Interfa
 		m.f.log("lease %s: %v", m.name, err)
 		return
 	}
+	reporterClient, err := heartbeat.forNode(m.name)
+	if err != nil {
+		m.f.log("node status %s: %v", m.name, err)
+		return
+	}
 	reporter := &node.StatusReporter{
-		Client: heartbeat, Node: m.cfg, UpdateFrequency: m.f.o.StatusUpdateFrequency, Get: get,
+		Client: reporterClient, Node: m.cfg, UpdateFrequency: m.f.o.StatusUpdateFrequency, Get: get,
 		Log: func(format string, args ...any) { m.f.log(m.name+": "+format, args...) },
 	}
 	done := make(chan struct{})

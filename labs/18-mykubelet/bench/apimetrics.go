@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"kubelet-labs/mycore/fleet"
 )
@@ -17,37 +21,81 @@ import (
 // /metrics: every request it answered, by verb, resource (with
 // subresource) and HTTP code, whoever made it. It is how the benchmark
 // counts KWOK's calls without changing KWOK; the delta over a run, minus
-// what the benchmark's own client made, is what the tool and the
-// controller-manager made.
+// what the benchmark's own client and the controller-manager made, is
+// what the tool made.
 func requestTotals(ctx context.Context, c kubernetes.Interface) (map[fleet.Call]int64, error) {
 	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the apiserver's /metrics: %w", err)
 	}
+	return counter(raw, "apiserver_request_total", func(l map[string]string) (fleet.Call, bool) {
+		code, _ := strconv.Atoi(l["code"])
+		resource := l["resource"]
+		if sub := l["subresource"]; sub != "" {
+			resource += "/" + sub
+		}
+		return fleet.Call{Verb: l["verb"], Resource: resource, Code: code}, true
+	})
+}
+
+// controllerManagerTotals reads the controller-manager's own count of its
+// requests: client-go's rest_client_requests_total on its /metrics, by
+// HTTP method and code (no resource). The apiserver's counter cannot say
+// who made a request; the controller-manager's node lifecycle controller,
+// for one, patches every new Node's taints and meets 409 Conflicts when
+// the node's status changed meanwhile — its requests, not the tool's.
+// The admin credential may read /metrics (system:masters).
+func controllerManagerTotals(ctx context.Context, cfg *rest.Config, port int) (map[fleet.Call]int64, error) {
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the controller-manager's /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read the controller-manager's /metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read the controller-manager's /metrics: %s", resp.Status)
+	}
+	return counter(raw, "rest_client_requests_total", func(l map[string]string) (fleet.Call, bool) {
+		code, err := strconv.Atoi(l["code"]) // "<error>": never reached the apiserver
+		return fleet.Call{Verb: l["method"], Code: code}, err == nil
+	})
+}
+
+// counter sums a Prometheus counter from the text format, keyed by call.
+func counter(raw []byte, name string, key func(map[string]string) (fleet.Call, bool)) (map[fleet.Call]int64, error) {
 	out := map[fleet.Call]int64{}
 	s := bufio.NewScanner(bytes.NewReader(raw))
 	s.Buffer(make([]byte, 1<<20), 1<<20)
-	const name = "apiserver_request_total{"
+	prefix := name + "{"
 	for s.Scan() {
 		line := s.Text()
-		if !strings.HasPrefix(line, name) {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		end := strings.LastIndexByte(line, '}')
 		if end < 0 {
 			continue
 		}
-		labels := parseLabels(line[len(name):end])
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
 			continue
 		}
-		code, _ := strconv.Atoi(labels["code"])
-		resource := labels["resource"]
-		if sub := labels["subresource"]; sub != "" {
-			resource += "/" + sub
+		if k, ok := key(parseLabels(line[len(prefix):end])); ok {
+			out[k] += int64(v)
 		}
-		out[fleet.Call{Verb: labels["verb"], Resource: resource, Code: code}] += int64(v)
 	}
 	return out, s.Err()
 }

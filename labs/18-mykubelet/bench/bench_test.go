@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,25 +17,26 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestBenchSmall runs the whole benchmark at a small size against the
-// test control plane: both tools make their nodes Ready, run and delete
-// every pod, and the table has a column for each. The fleet must delete
-// each pod once and waste no call. Timings are logged, not asserted.
+// test control plane: each tool (KWOK, our fleet as nodes, our fleet as
+// the admin) makes its nodes Ready, every pod goes Running and, deleted,
+// gone; the table has a column for each tool and a value in every row.
+// The fleet must delete each pod once and waste no call. Timings are
+// logged, not asserted.
 //
-// It needs KWOK v0.7.0 built (a cold build takes minutes on 2 cores, more
-// than this test should wait); without it the test is skipped and says
-// how to build it.
+// It needs KWOK v0.7.0 built (scripts/build-kwok.sh); without it the test
+// is skipped and says how to build it.
 func TestBenchSmall(t *testing.T) {
 	bin, err := state.Path("bin", "kwok")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("KWOK v0.7.0 is not built (%s missing; a cold build takes ~8 min on 2 cores): run scripts/build-kwok.sh, then this test compares KWOK and fleet mode at 5 nodes / 20 pods", bin)
+		t.Skipf("KWOK v0.7.0 is not built (%s missing): run scripts/build-kwok.sh, then this test compares KWOK and fleet mode at 5 nodes / 20 pods", bin)
 	}
-	cp := testenv.ControlPlane(t)
+	const nodes, pods = 5, 20
 	out := filepath.Join(t.TempDir(), "table.txt")
-	o := options{kubeconfig: cp.AdminKubeconfig(), nodes: 5, pods: 20, qps: 200, burst: 200, fleetQPS: -1,
-		tools: "kwok,fleet", timeout: 2 * time.Minute, out: out}
+	o := options{cp: testenv.ControlPlane(t), nodes: nodes, pods: pods, qps: 200, burst: 200, fleetQPS: -1,
+		tools: "kwok,fleet,fleet-shared", timeout: 2 * time.Minute, out: out}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	log := &testenv.SyncBuffer{}
@@ -42,26 +45,63 @@ func TestBenchSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 2 || results[0].tool != "kwok" || results[1].tool != "fleet" {
+	if len(results) != 3 || results[0].tool != "kwok" || results[1].tool != "fleet" || results[2].tool != "fleet-shared" {
 		t.Fatalf("results %+v", results)
 	}
 	for _, r := range results {
-		if r.nodesReady <= 0 || r.allRunning <= 0 || r.deleteAll <= 0 || r.p99 < r.p50 || r.peakRSS <= 0 || r.cpu <= 0 {
+		if r.running != pods || r.gone != pods {
+			t.Errorf("%s: %d pods seen Running and %d gone, want %d each", r.tool, r.running, r.gone, pods)
+		}
+		if r.nodesReady <= 0 || r.allRunning <= 0 || r.deleteAll <= 0 || r.p50 <= 0 || r.p99 < r.p50 || r.peakRSS <= 0 || r.cpu <= 0 {
 			t.Errorf("%s: implausible result %+v", r.tool, r)
 		}
+		if !r.cmKnown || r.apiCalls <= 0 {
+			t.Errorf("%s: requests by the tool %d (controller-manager's known: %v)", r.tool, r.apiCalls, r.cmKnown)
+		}
 	}
-	fleet := results[1]
-	if fleet.ownWasted.DeletesOfGone != 0 || fleet.ownWasted.Conflicts != 0 || fleet.ownCalls <= 0 {
-		t.Errorf("fleet: own calls %d, wasted %+v; want none wasted", fleet.ownCalls, fleet.ownWasted)
+	for _, fleet := range results[1:] {
+		if fleet.ownWasted.DeletesOfGone != 0 || fleet.ownWasted.Conflicts != 0 || fleet.ownCalls <= 0 {
+			t.Errorf("%s: own calls %d, wasted %+v; want none wasted", fleet.tool, fleet.ownCalls, fleet.ownWasted)
+		}
 	}
-	table, err := os.ReadFile(out)
+
+	// The file holds the table: a header with both tools, then every row
+	// with a label and a value for each.
+	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"KWOK v0.7.0", "fleet mode (ours)", "5 nodes → all Ready with a Lease", "delete 20 pods → all gone", "peak RSS"} {
-		if !strings.Contains(string(table), want) {
+	table := string(raw)
+	for _, want := range []string{"KWOK v0.7.0", "ours, as nodes", "ours, as admin", "5 nodes → all Ready with a Lease", "delete 20 pods → all gone", "peak RSS", "controller-manager meanwhile", "stopped being Ready"} {
+		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
+	}
+	lines := strings.Split(table, "\n")
+	header := -1
+	for i, l := range lines {
+		if strings.Contains(l, "KWOK v0.7.0") && strings.Contains(l, "ours, as nodes") && strings.HasPrefix(l, " ") {
+			header = i
+			break
+		}
+	}
+	if header < 0 {
+		t.Fatalf("no header row naming the tools:\n%s", table)
+	}
+	rows := 0
+	for _, l := range lines[header+1:] {
+		if strings.TrimSpace(l) == "" {
+			break
+		}
+		rows++
+		// Columns are separated by three spaces or more.
+		cells := regexp.MustCompile(`\s{3,}`).Split(strings.TrimSpace(l), -1)
+		if len(cells) != 1+len(results) || slices.Contains(cells, "") {
+			t.Errorf("row %q: want a label and a value per tool", l)
+		}
+	}
+	if rows < 15 {
+		t.Errorf("%d rows in the table, want at least 15:\n%s", rows, table)
 	}
 }
 

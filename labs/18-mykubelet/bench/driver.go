@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -119,36 +121,74 @@ func (d *driver) createNodes(ctx context.Context, names []string) error {
 	})
 }
 
-// waitNodesReady returns when every node is Ready and has a Lease.
-func (d *driver) waitNodesReady(ctx context.Context, names []string, selector string, problem func() error) error {
-	want := map[string]bool{}
+// nodeWatch follows a tool's nodes from before they exist until the end
+// of its run: when every one is Ready with a Lease, and how often one
+// stopped being Ready afterwards (its heartbeats fell behind and the node
+// lifecycle controller marked it, or the node said so itself).
+type nodeWatch struct {
+	want           map[string]bool
+	nodes          corelisters.NodeLister
+	leases         coordlisters.LeaseLister
+	stop           func()
+	mu             sync.Mutex
+	lostReady      int
+	nodesLostReady map[string]bool
+}
+
+// watchNodes starts watching the nodes named (selected by selector) and
+// their Leases.
+func (d *driver) watchNodes(ctx context.Context, names []string, selector string) *nodeWatch {
+	w := &nodeWatch{want: map[string]bool{}, nodesLostReady: map[string]bool{}}
 	for _, n := range names {
-		want[n] = true
+		w.want[n] = true
 	}
 	nf := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	lf := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithNamespace(v1.NamespaceNodeLease))
-	nodes, leases := nf.Core().V1().Nodes().Lister(), lf.Coordination().V1().Leases().Lister()
-	nf.Core().V1().Nodes().Informer()
+	w.nodes, w.leases = nf.Core().V1().Nodes().Lister(), lf.Coordination().V1().Leases().Lister()
+	_, _ = nf.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Node)
+			n, ok2 := newObj.(*v1.Node)
+			if ok1 && ok2 && w.want[n.Name] && isReady(o) && !isReady(n) {
+				w.mu.Lock()
+				w.lostReady++
+				w.nodesLostReady[n.Name] = true
+				w.mu.Unlock()
+			}
+		},
+	})
 	lf.Coordination().V1().Leases().Informer()
 	ictx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); nf.Shutdown(); lf.Shutdown() }()
+	w.stop = func() { cancel(); nf.Shutdown(); lf.Shutdown() }
 	nf.Start(ictx.Done())
 	lf.Start(ictx.Done())
+	return w
+}
+
+// waitReady returns when every node is Ready and has a Lease.
+func (w *nodeWatch) waitReady(ctx context.Context, problem func() error) error {
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		if err := problem(); err != nil {
 			return false, err
 		}
-		ns, _ := nodes.List(labels.Everything())
+		ns, _ := w.nodes.List(labels.Everything())
 		ready := 0
 		for _, n := range ns {
-			if want[n.Name] && isReady(n) {
-				if _, err := leases.Leases(v1.NamespaceNodeLease).Get(n.Name); err == nil {
+			if w.want[n.Name] && isReady(n) {
+				if _, err := w.leases.Leases(v1.NamespaceNodeLease).Get(n.Name); err == nil {
 					ready++
 				}
 			}
 		}
-		return ready == len(want), nil
+		return ready == len(w.want), nil
 	})
+}
+
+// lost is how many times a node stopped being Ready, and how many nodes did.
+func (w *nodeWatch) lost() (times, nodes int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lostReady, len(w.nodesLostReady)
 }
 
 func isReady(n *v1.Node) bool {
@@ -344,6 +384,13 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(p*float64(len(sorted))+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// counts are how many pods were seen Running, and gone after their delete.
+func (r *podRun) counts() (running, gone int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running), len(r.gone)
 }
 
 // lastRunning is when the last pod was first seen Running.

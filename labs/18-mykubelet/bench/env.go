@@ -16,6 +16,7 @@ import (
 	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/fleet"
 )
 
 // benchLabel marks what the benchmark makes: KWOK's nodes and the pods.
@@ -29,6 +30,7 @@ type env struct {
 	cfg        *rest.Config
 	admin      kubernetes.Interface
 	cp         *controlplane.ControlPlane // nil with --kubeconfig
+	ownsCP     bool                       // started for this run: stop it at the end
 	version    string
 	kwokBin    string
 	fleetBin   string
@@ -65,12 +67,19 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 		return nil, fmt.Errorf("go build ./labs/18-mykubelet: %w\n%s", err, out)
 	}
 
-	if o.kubeconfig != "" {
+	switch {
+	case o.cp != nil: // a test's control plane
+		e.cp = o.cp
+		e.kubeconfig = e.cp.AdminKubeconfig()
+		if e.cfg, err = e.cp.AdminConfig(); err != nil {
+			return nil, err
+		}
+	case o.kubeconfig != "":
 		if e.cfg, err = labenv.RESTConfig(ctx, o.kubeconfig); err != nil {
 			return nil, err
 		}
 		e.kubeconfig = o.kubeconfig
-	} else {
+	default:
 		// A control plane of its own: no other agent's pods or nodes in
 		// the numbers, and nothing left behind.
 		logf("starting a private control plane in %s", filepath.Join(e.dir, "cp"))
@@ -82,6 +91,7 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 		if err != nil {
 			return nil, err
 		}
+		e.ownsCP = true
 		e.kubeconfig = e.cp.AdminKubeconfig()
 		if e.cfg, err = e.cp.AdminConfig(); err != nil {
 			e.close()
@@ -103,11 +113,20 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 }
 
 func (e *env) close() {
-	if e.cp != nil {
+	if e.ownsCP {
 		if err := e.cp.Stop(); err == nil {
 			os.RemoveAll(e.cp.Config().Dir)
 		}
 	}
+}
+
+// controllerManagerTotals is the controller-manager's own count of its
+// requests so far (nil with --kubeconfig: not ours to read).
+func (e *env) controllerManagerTotals(ctx context.Context) (map[fleet.Call]int64, error) {
+	if e.cp == nil {
+		return nil, nil
+	}
+	return controllerManagerTotals(ctx, e.cfg, e.cp.Config().ControllerManagerPort)
 }
 
 // controlPlaneCPU is the CPU time of kube-apiserver and etcd so far (0

@@ -5,10 +5,15 @@
 //	go run ./labs/18-mykubelet/bench                       # 1,000 nodes, 10,000 pods
 //	go run ./labs/18-mykubelet/bench --nodes 50 --pods 500 # a quick one
 //
+// Fleet mode runs twice: as the nodes (each request impersonates
+// system:node:NAME, so the Node authorizer checks it and priority and
+// fairness queues it as a kubelet's), and as the admin, as KWOK does
+// (exempt from both) — the difference is what being checked costs.
+//
 // For each tool: N nodes → all Ready with a Lease; M pods bound
 // round-robin (spec.nodeName, no scheduler) → all Running; every pod
 // deleted (one DELETE each, default grace, like kubectl delete pods --all)
-// → all gone. Both tools run as child processes, so their memory and CPU
+// → all gone; meanwhile, how often a node stopped being Ready. Both tools run as child processes, so their memory and CPU
 // come from /proc the same way. KWOK's API calls are counted from the
 // apiserver's own apiserver_request_total; ours the same way, and by the
 // fleet itself.
@@ -27,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/labenv"
 )
 
@@ -42,6 +48,8 @@ type options struct {
 	out        string
 	noFsync    bool
 	fleetFlags string
+	// cp, in tests, is the control plane to run on (not stopped at the end).
+	cp *controlplane.ControlPlane
 }
 
 func main() {
@@ -52,7 +60,7 @@ func main() {
 	fs.Float64Var(&o.qps, "qps", 200, "the benchmark's own client (creates nodes for KWOK, creates and deletes pods): requests per second")
 	fs.IntVar(&o.burst, "burst", 200, "burst of that client")
 	fs.Float64Var(&o.fleetQPS, "fleet-qps", -1, "fleet mode's client-side limit (--kube-api-qps); negative: none, the same as KWOK v0.7.0, whose client has no limit")
-	fs.StringVar(&o.tools, "tools", "kwok,fleet", "which tools to run, in this order")
+	fs.StringVar(&o.tools, "tools", "kwok,fleet,fleet-shared", "which tools to run, in this order: kwok; fleet (our nodes, each acting as system:node:NAME); fleet-shared (our nodes acting as the admin, as KWOK does)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for each step (nodes Ready, pods Running, pods gone)")
 	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-18/result.txt in the state folder)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of a private control plane started for the run (its other pods and nodes then share the apiserver)")
@@ -81,8 +89,8 @@ func (o options) check() error {
 		return errors.New("--timeout must be positive")
 	}
 	for _, t := range strings.Split(o.tools, ",") {
-		if t != "kwok" && t != "fleet" {
-			return fmt.Errorf("--tools %q: a list of kwok and fleet", o.tools)
+		if t != "kwok" && t != "fleet" && t != "fleet-shared" {
+			return fmt.Errorf("--tools %q: a list of kwok, fleet and fleet-shared", o.tools)
 		}
 	}
 	return nil
@@ -112,15 +120,21 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	table := formatTable(o, env, results)
 	fmt.Fprintln(w)
 	fmt.Fprint(w, table)
-	out := o.out
-	if out == "" {
-		out = filepath.Join(env.dir, "result.txt")
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(w, "\nwritten to %s\n", o.out)
+		return results, nil
 	}
-	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
-		return results, err
-	}
+	// The latest run as result.txt, and every run kept under its time.
+	out := filepath.Join(env.dir, "result.txt")
 	stamped := filepath.Join(env.dir, "result-"+time.Now().Format("20060102-150405")+".txt")
-	_ = os.WriteFile(stamped, []byte(table), 0o644)
+	for _, p := range []string{out, stamped} {
+		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
+			return results, err
+		}
+	}
 	fmt.Fprintf(w, "\nwritten to %s (and %s)\n", out, stamped)
 	return results, nil
 }

@@ -20,9 +20,14 @@ func formatTable(o options, e *env, results []*result) string {
 	}
 	fmt.Fprintf(&b, "lab 18 benchmark, %s: %d nodes and %d pods per tool, one after the other on %s; %s\n",
 		time.Now().Format("2006-01-02 15:04"), o.nodes, o.pods, cluster, machine())
-	fmt.Fprintf(&b, "client limits: the benchmark's own client (creates, deletes) QPS %g burst %d; KWOK v0.7.0 none (hard-coded); fleet mode %s\n\n", o.qps, o.burst, fleetLimit)
+	fmt.Fprintf(&b, "client limits: the benchmark's own client (creates, deletes) QPS %g burst %d; KWOK v0.7.0 none (hard-coded); fleet mode %s\n", o.qps, o.burst, fleetLimit)
+	fmt.Fprintf(&b, "identity: KWOK and \"ours, as admin\" act as the admin (exempt from priority and fairness); \"ours, as nodes\" as system:node:NAME (Node authorizer, queued as kubelets)\n")
+	if o.fleetFlags != "" {
+		fmt.Fprintf(&b, "fleet flags: %s\n", o.fleetFlags)
+	}
+	b.WriteString("\n")
 
-	name := map[string]string{"kwok": "KWOK v0.7.0", "fleet": "fleet mode (ours)"}
+	name := map[string]string{"kwok": "KWOK v0.7.0", "fleet": "ours, as nodes", "fleet-shared": "ours, as admin"}
 	rows := [][]string{{""}}
 	for _, r := range results {
 		rows[0] = append(rows[0], name[r.tool])
@@ -41,10 +46,31 @@ func formatTable(o options, e *env, results []*result) string {
 	add(fmt.Sprintf("%d pods → all Running", o.pods), func(r *result) string { return sec(r.allRunning) })
 	add("pods Running per second", func(r *result) string { return fmt.Sprintf("%.0f", r.perSecond) })
 	add(fmt.Sprintf("delete %d pods → all gone", o.pods), func(r *result) string { return sec(r.deleteAll) })
+	// With the controller-manager's own count, its requests are taken
+	// out of the apiserver's and shown on their own row.
+	by := "tool + controller-manager"
+	if len(results) > 0 && results[0].cmKnown {
+		by = "the tool"
+	}
 	add("wasted: deletes of pods already gone", func(r *result) string { return own(r.wasted.DeletesOfGone, r.ownCalls >= 0, r.ownWasted.DeletesOfGone) })
 	add("wasted: conflicts (409)", func(r *result) string { return own(r.wasted.Conflicts, r.ownCalls >= 0, r.ownWasted.Conflicts) })
-	add("API requests (tool + controller-manager)", func(r *result) string { return own(r.apiCalls, r.ownCalls >= 0, r.ownCalls) })
-	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MB", r.peakRSS>>20) })
+	add("refused or failed: 403, 429, 5xx", func(r *result) string { return own(r.refused, r.ownCalls >= 0, r.ownRefused) })
+	add("timed out in the tool (no answer)", func(r *result) string {
+		if r.ownCalls < 0 {
+			return "not counted"
+		}
+		return fmt.Sprint(r.ownTimeouts)
+	})
+	add("API requests by "+by, func(r *result) string { return own(r.apiCalls, r.ownCalls >= 0, r.ownCalls) })
+	if by == "the tool" {
+		add("controller-manager meanwhile: requests (409s)", func(r *result) string {
+			return fmt.Sprintf("%d (%d)", r.cmCalls, r.cmWasted.Conflicts)
+		})
+	}
+	add("nodes that stopped being Ready (times)", func(r *result) string {
+		return fmt.Sprintf("%d (%d)", r.nodesLostReady, r.lostReady)
+	})
+	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MiB", r.peakRSS>>20) })
 	add("CPU time (avg cores over its run)", func(r *result) string {
 		return fmt.Sprintf("%.1f s (%.2f)", r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds())
 	})
@@ -74,7 +100,10 @@ KWOK's nodes are created by the benchmark (KWOK makes them Ready); the fleet reg
 Pods are bound by spec.nodeName, round-robin; latency = create request sent → first watch event
 with phase Running. Deleting = one DELETE per pod, default grace (kubectl delete pods --all).
 Requests are counted by the apiserver (apiserver_request_total, before/after, minus the
-benchmark's own); in parentheses, the fleet's own count of its requests.
+benchmark's own and the controller-manager's, which it counts itself: rest_client_requests_total);
+in parentheses, the fleet's own count of its requests. A node "stopped being Ready" when its
+Ready condition left True after all were Ready (heartbeats late: the node lifecycle controller
+marks it Unknown), until the last pod was gone.
 `)
 	return b.String()
 }

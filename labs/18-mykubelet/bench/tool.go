@@ -22,9 +22,22 @@ type result struct {
 	perSecond  float64
 	deleteAll  time.Duration // first delete → last pod gone
 	// From the apiserver's metrics: every request in the run but the
-	// benchmark's own (the tool's, and a few of the controller-manager's).
+	// benchmark's own and (with cmKnown) the controller-manager's.
 	apiCalls int64
 	wasted   fleet.Wasted
+	// The controller-manager's own requests during the run, from its
+	// metrics (cmKnown: the control plane is ours to read).
+	cmKnown  bool
+	cmCalls  int64
+	cmWasted fleet.Wasted
+	// Pods seen Running, and seen gone after their delete.
+	running, gone int
+	// Times a node stopped being Ready after all were, and how many nodes.
+	lostReady, nodesLostReady int
+	// Requests refused (403, 429) or failed (5xx), by the apiserver's count
+	// (tool only with cmKnown); the fleet's own count adds its client-side
+	// timeouts (no answer).
+	refused, ownRefused, ownTimeouts int64
 	// The fleet's own count of its requests (-1 for KWOK: not available).
 	ownCalls  int64
 	ownWasted fleet.Wasted
@@ -48,7 +61,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 			names = append(names, fmt.Sprintf("kwok-%04d", i))
 		}
 		selector = benchLabel + "=kwok"
-	case "fleet":
+	case "fleet", "fleet-shared":
 		for i := range o.nodes {
 			names = append(names, fleet.NodeName(fleet.DefaultPrefix, i))
 		}
@@ -67,9 +80,16 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	if err != nil {
 		return nil, err
 	}
+	cm0, err := e.controllerManagerTotals(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cp0 := e.controlPlaneCPU()
 	start := time.Now()
 
+	// Watch the nodes from before they exist to the end of the pods.
+	nodes := d.watchNodes(ctx, names, selector)
+	defer nodes.stop()
 	var c *child
 	var t0 time.Time
 	statsFile := filepath.Join(e.dir, "fleet-stats.json")
@@ -93,11 +113,16 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 			c.stop(10 * time.Second)
 			return nil, fmt.Errorf("create KWOK's nodes: %w", err)
 		}
-	case "fleet":
+	case "fleet", "fleet-shared":
 		os.Remove(statsFile)
 		args := append([]string{"--kubeconfig=" + e.kubeconfig, fmt.Sprintf("--nodes=%d", o.nodes),
 			fmt.Sprintf("--kube-api-qps=%g", o.fleetQPS), "--stats-file=" + statsFile}, strings.Fields(o.fleetFlags)...)
-		c, err = startChild("fleet", filepath.Join(e.dir, "fleet.log"), nil, e.fleetBin, args...)
+		if tool == "fleet-shared" {
+			// KWOK's way: every request as the admin (exempt from
+			// priority and fairness, no per-node authorization).
+			args = append(args, "--shared-identity")
+		}
+		c, err = startChild(tool, filepath.Join(e.dir, tool+".log"), nil, e.fleetBin, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -105,21 +130,28 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}
 	defer c.stop(30 * time.Second)
 
-	if err := d.waitNodesReady(ctx, names, selector, c.exited); err != nil {
+	if err := nodes.waitReady(ctx, c.exited); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	r.nodesReady = time.Since(t0)
-	logf("%s: %d nodes Ready with a Lease %.1fs after %s", tool, o.nodes, r.nodesReady.Seconds(), map[string]string{"kwok": "the first node create", "fleet": "the process started"}[tool])
+	since := "the process started"
+	if tool == "kwok" {
+		since = "the first node create"
+	}
+	logf("%s: %d nodes Ready with a Lease %.1fs after %s", tool, o.nodes, r.nodesReady.Seconds(), since)
 
 	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.exited, logf)
 	if err != nil {
 		return nil, err
 	}
+	r.running, r.gone = run.counts()
 	lat := run.latencies()
 	r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
 	r.allRunning = run.lastRunning().Sub(times.createStart)
 	r.perSecond = float64(o.pods) / r.allRunning.Seconds()
 	r.deleteAll = times.allGone.Sub(times.deleteStart)
+	r.lostReady, r.nodesLostReady = nodes.lost()
+	nodes.stop()
 	logf("%s: %d pods Running %.1fs after the first create (p50 %s, p99 %s); all gone %.1fs after the first delete",
 		tool, o.pods, r.allRunning.Seconds(), ms(r.p50), ms(r.p99), r.deleteAll.Seconds())
 
@@ -132,17 +164,36 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	if err != nil {
 		return nil, err
 	}
+	cm1, err := e.controllerManagerTotals(ctx)
+	if err != nil {
+		return nil, err
+	}
 	others := minus(api1, api0, delta(d.calls.Counts(), mine0))
-	r.apiCalls, r.wasted = fleet.Total(others), fleet.WastedOf(others)
+	r.apiCalls, r.wasted, r.refused = fleet.Total(others), fleet.WastedOf(others), refusedOf(others)
 	for _, c := range others {
 		if c.Code == 404 || c.Code == 409 || c.Code == 429 || c.Code >= 500 {
-			logf("%s:   apiserver answered %s", tool, c)
+			logf("%s:   apiserver answered %s (anyone's but the benchmark's)", tool, c)
 		}
 	}
-	if tool == "fleet" {
+	if cm1 != nil {
+		cm := minus(cm1, cm0, nil)
+		r.cmKnown, r.cmCalls, r.cmWasted = true, fleet.Total(cm), fleet.WastedOf(cm)
+		// The two counters are read a moment apart: never below zero.
+		r.apiCalls = max(0, r.apiCalls-r.cmCalls)
+		r.wasted.DeletesOfGone = max(0, r.wasted.DeletesOfGone-r.cmWasted.DeletesOfGone)
+		r.wasted.Conflicts = max(0, r.wasted.Conflicts-r.cmWasted.Conflicts)
+		r.refused = max(0, r.refused-refusedOf(cm))
+		for _, c := range cm {
+			if c.Code == 404 || c.Code == 409 || c.Code == 429 || c.Code >= 500 {
+				logf("%s:   of them the controller-manager's: %s %d  %d", tool, c.Verb, c.Code, c.Count)
+			}
+		}
+	}
+	if tool != "kwok" {
 		var st struct {
-			Total  int64        `json:"total"`
-			Wasted fleet.Wasted `json:"wasted"`
+			Total  int64             `json:"total"`
+			Wasted fleet.Wasted      `json:"wasted"`
+			Calls  []fleet.CallCount `json:"calls"`
 		}
 		b, err := os.ReadFile(statsFile)
 		if err == nil {
@@ -151,12 +202,29 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		if err != nil {
 			return nil, fmt.Errorf("the fleet's stats file: %w", err)
 		}
-		r.ownCalls, r.ownWasted = st.Total, st.Wasted
+		r.ownCalls, r.ownWasted, r.ownRefused = st.Total, st.Wasted, refusedOf(st.Calls)
+		for _, c := range st.Calls {
+			if c.Code == 0 {
+				r.ownTimeouts += c.Count
+			}
+		}
 	}
 
 	logf("%s: cleaning up its nodes and pods", tool)
 	d.cleanup(ctx, selector, ns, names)
 	return r, nil
+}
+
+// refusedOf counts the requests refused (403 Forbidden, 429 Too Many
+// Requests) or failed on the server (5xx) among counts.
+func refusedOf(counts []fleet.CallCount) int64 {
+	var n int64
+	for _, c := range counts {
+		if c.Code == 403 || c.Code == 429 || c.Code >= 500 {
+			n += c.Count
+		}
+	}
+	return n
 }
 
 // delta is after - before of the driver's own counts.
