@@ -169,7 +169,7 @@ func runNode(ctx context.Context, o nodeOptions, w io.Writer, onReady func(*node
 		NodeName: o.nodeName, Client: j.Client, CRI: rt.CRI, PodLogsDir: rt.PodLogsDir,
 		HostIPs: []string{ip.String()}, RelistPeriod: o.relist,
 		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
-		ShutdownGracePeriod: grace, // STATICPODS
+		StaticPodPath: static, ShutdownGracePeriod: grace,
 		Log:                 out.Stamped,
 	})
 	if err != nil {
