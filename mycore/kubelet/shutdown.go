@@ -63,7 +63,7 @@ func (k *Kubelet) shutdown(ctx context.Context) {
 	}
 	wg.Wait()
 	n := k.status.Sync(ctx, true)
-	k.log("shutdown every pod stopped; %d status update(s) posted", n)
+	k.log("shutdown every pod stopped; statuses flushed (%d were still waiting to be posted)", n)
 }
 
 // markShutdown is the status func of nodeshutdown_manager.go:153-167.
