@@ -110,7 +110,11 @@ func openContainerd(ctx context.Context, o Options, flavour string) (*Runtime, e
 	}
 	crc, err := cri.Dial(ctx, env.Endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("%w\n(start it with: %s, or run with --runtime mock)", err, up)
+		// The dial error already says how to start the default flavour.
+		if flavour != "" {
+			return nil, fmt.Errorf("%w\n(this version: %s; or run with --runtime mock)", err, up)
+		}
+		return nil, fmt.Errorf("%w\n(or run with --runtime mock)", err)
 	}
 	info, err := crc.Info(ctx)
 	if err != nil {
