@@ -36,10 +36,18 @@ func (k *Kubelet) fileSource(ctx context.Context) <-chan kubetypes.PodUpdate {
 // :3470-3505): for a static pod, create its mirror pod if it has none,
 // and replace one that is being deleted or no longer matches the
 // manifest (its config.mirror hash differs from the static pod's).
-func (k *Kubelet) reconcileMirrorPod(ctx context.Context, pod, mirrorPod *v1.Pod) {
+//
+// The mirror pod compared is the pod manager's, not the one the worker was
+// handed: our workers' resync repeats their last update, mirror pod
+// included, where upstream's resync asks the pod manager again
+// (HandlePodSyncs, kubelet.go:3188); and after a REMOVE of the mirror pod
+// (a forced delete) the update carries the pod that is gone, which would
+// look like a mirror pod that needs nothing.
+func (k *Kubelet) reconcileMirrorPod(ctx context.Context, pod, _ *v1.Pod) {
 	if !kubetypes.IsStaticPod(pod) {
 		return
 	}
+	mirrorPod, _ := k.pods.GetMirrorPodByPod(pod)
 	for _, a := range k.mirrors.SyncStatic(ctx, pod, mirrorPod) {
 		k.log("mirror  %s", a)
 	}

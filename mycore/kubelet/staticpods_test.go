@@ -124,7 +124,7 @@ func startNode(t *testing.T, name string, opts Options) *testNode {
 		if _, err := k.RemoveAll(context.Background()); err != nil {
 			t.Errorf("RemoveAll: %v", err)
 		}
-		if t.Failed() || os.Getenv("KUBELET_TEST_LOG") != "" {
+		if t.Failed() {
 			t.Logf("kubelet log:\n%s", n.log)
 		}
 	})
@@ -277,6 +277,21 @@ func TestStaticPod(t *testing.T) {
 	if !strings.HasSuffix(c2.ContainerID, cs[0].Id) || c2.RestartCount != 0 {
 		t.Errorf("after the mirror pod was deleted: container %s restartCount %d; want the same container %s, never restarted", c2.ContainerID, c2.RestartCount, cs[0].Id)
 	}
+
+	// A forced delete (grace 0: the apiserver removes the object at once,
+	// the node only sees it gone): made again too.
+	forced := time.Now()
+	if out, errOut, code := testenv.Kubectl(t, "", "delete", "pod", mirrorName, "--namespace", "default", "--grace-period=0", "--force"); code != 0 {
+		t.Fatalf("kubectl delete --force: exit %d: %s%s", code, out, errOut)
+	}
+	waitFor(t, "a mirror pod made again after a forced delete", func() (bool, error) {
+		p, err := n.admin.CoreV1().Pods("default").Get(context.Background(), mirrorName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.UID != mirror2.UID, fmt.Errorf("still mirror pod %s", p.UID)
+	})
+	t.Logf("kubectl delete --grace-period=0 --force of the mirror pod → a new mirror pod: %s after kubectl started", time.Since(forced).Round(time.Millisecond))
 
 	// The manifest edited: a new static pod (its UID is the hash of the
 	// file), so the old one stops, the new one starts, and the mirror pod
