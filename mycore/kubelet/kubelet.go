@@ -143,6 +143,7 @@ func New(o Options) (*Kubelet, error) {
 	def(&o.BackOffInitial, DefaultBackOffInitial)
 	def(&o.BackOffMax, DefaultBackOffMax)
 	def(&o.GCPeriod, DefaultGCPeriod)
+	def(&o.FileCheckFrequency, podconfig.DefaultFileCheckFrequency)
 	k := &Kubelet{
 		o:        o,
 		log:      o.Log,
