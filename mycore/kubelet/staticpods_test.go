@@ -231,8 +231,12 @@ func TestStaticPod(t *testing.T) {
 		return err == nil, err
 	})
 	t.Logf("manifest written → mirror pod Running in the apiserver: %s", took.Round(time.Millisecond))
-	if !strings.Contains(n.log.String(), "Could not process manifest file: invalid pod") {
-		t.Errorf("no log line reports bad.yaml")
+	reported := false
+	for _, line := range strings.Split(n.log.String(), "\n") {
+		reported = reported || (strings.Contains(line, "invalid pod") && strings.Contains(line, "Bad_Name") && strings.Contains(line, "bad.yaml"))
+	}
+	if !reported {
+		t.Errorf("no log line reports bad.yaml and why")
 	}
 
 	// The mirror pod is the node's: owned by its Node, bound to it, with
