@@ -24,7 +24,8 @@ import (
 
 // DefaultFileCheckFrequency is how often the kubelet lists its static pod
 // folder again, besides inotify (fileCheckFrequency, 20 s:
-// pkg/kubelet/apis/config/v1beta1/defaults.go).
+// pkg/kubelet/apis/config/v1beta1/defaults.go:81-82; the kubelet starts
+// its file source at pkg/kubelet/kubelet.go:387).
 const DefaultFileCheckFrequency = 20 * time.Second
 
 // The watch's retry and back-off (file_linux.go:36-39): a watch that could
