@@ -241,7 +241,7 @@ func (s *fileSource) apply(e fsnotify.Event) {
 func (s *fileSource) merge() {
 	// One pod per full name: two files naming the same pod would be two
 	// pods the kubelet cannot tell apart; the first file (by name) wins
-	// (filterInvalidPods, config.go:253-271).
+	// (filterInvalidPods, config.go:262-279).
 	files := make([]string, 0, len(s.byFile))
 	for f := range s.byFile {
 		files = append(files, f)
