@@ -3,6 +3,7 @@ package podconfig
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -21,7 +22,12 @@ import (
 	"kubelet-labs/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(upstreamDirEnv); dir != "" {
+		os.Exit(runUpstreamFileSource(dir)) // the child of TestFilesMatchUpstream
+	}
+	testenv.Main(m)
+}
 
 // next returns the next update, failing the test after a generous wait.
 func next(t *testing.T, ch <-chan kubetypes.PodUpdate) kubetypes.PodUpdate {
