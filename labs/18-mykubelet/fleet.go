@@ -46,6 +46,7 @@ type fleetOptions struct {
 	sharedID     bool
 	pprofAddr    string
 	memoryLimit  string
+	gcPercent    int
 }
 
 func (o *fleetOptions) register(fs *flag.FlagSet) {
@@ -60,7 +61,8 @@ func (o *fleetOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
 	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "auto", "a soft limit for the process's Go memory (as GOMEMLIMIT): near it the garbage collector runs more often instead of letting the heap grow to twice what is live. auto: 256Mi + 600Ki per node, unless GOMEMLIMIT is set; none: no limit; or a size, e.g. 2Gi (raise it for many more pods per node)")
+	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
@@ -84,13 +86,16 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
 		return fmt.Errorf("--node-prefix %q: %w", o.prefix, err)
 	}
-	memLimit, limitWhy, err := o.memoryLimitBytes()
+	gcPercent, memLimit, gcWhy, err := o.gcSettings()
 	if err != nil {
 		return err
 	}
+	// Process-wide; restored when we return (tests run in one process).
+	if gcPercent > 0 {
+		old := debug.SetGCPercent(gcPercent)
+		defer debug.SetGCPercent(old)
+	}
 	if memLimit > 0 {
-		// Process-wide, as GOMEMLIMIT; restored when we return (tests run
-		// in one process).
 		old := debug.SetMemoryLimit(memLimit)
 		defer debug.SetMemoryLimit(old)
 	}
@@ -139,7 +144,7 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
 	}
 	out.printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.nodes-1), o.relist)
-	out.printf("memory: %s", limitWhy)
+	out.printf("memory: %s", gcWhy)
 	who := "each node impersonates system:node:NAME (checked and queued by the apiserver as a kubelet)"
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
@@ -212,33 +217,41 @@ loop:
 	return runErr
 }
 
-// memoryLimitBytes is the soft memory limit fleet mode sets, and why (0:
-// none set here). The limit is process-wide, as every node's memory is
-// the process's: a thousand nodes with ten pods each keep about 0.5 GB
-// live — every pod in the informer cache, the pod config, the pod
-// manager and the status manager, each PLEG's last relist, every node's
-// goroutines — and with Go's default (GOGC=100) the heap grows to twice
-// what is live before a collection: 1.2-1.3 GB measured at 1,000 nodes
-// and 10,000 pods. With the limit, the collector runs more often near it
-// instead (measured: 889 MB at 850Mi, for 216 s of CPU instead of 190 s
-// over the same benchmark), and stays under it as long as what is live
-// fits.
-func (o fleetOptions) memoryLimitBytes() (int64, string, error) {
+// gcSettings are the garbage collector's settings in fleet mode (0: leave
+// Go's), and a line that says which. They are process-wide, as every
+// node's memory is the process's. A thousand nodes with ten pods each keep
+// about 0.5 GB live: every pod in the informer cache, the pod config, the
+// pod manager, the status manager, the pod cache and the mock runtime,
+// plus a pod worker goroutine each and each PLEG's relist in flight. With
+// Go's default (GOGC=100) the heap grows to twice what is live before a
+// collection: 1.2-1.3 GB peak RSS measured at 1,000 nodes and 10,000 pods.
+// GOGC=50 lets it grow half as far, for more frequent collections; unlike
+// a memory limit it has no cliff: when more is live (more pods per node, a
+// slow apiserver holding requests in flight) the heap grows with it
+// instead of the collector running back to back.
+func (o fleetOptions) gcSettings() (gcPercent int, memLimit int64, why string, err error) {
+	switch {
+	case o.gcPercent < 0:
+		return 0, 0, "", fmt.Errorf("--gc-percent %d: want 0 (Go's setting) or more", o.gcPercent)
+	case os.Getenv("GOGC") != "":
+		why = "GOGC=" + os.Getenv("GOGC") + " (from the environment)"
+	case o.gcPercent > 0:
+		gcPercent = o.gcPercent
+		why = fmt.Sprintf("GOGC=%d: the heap may grow %d%% over what is live before a collection (Go's default: 100%%; --gc-percent)", o.gcPercent, o.gcPercent)
+	default:
+		why = "Go's garbage collector settings"
+	}
 	switch o.memoryLimit {
-	case "", "auto":
-		if env := os.Getenv("GOMEMLIMIT"); env != "" {
-			return 0, "soft limit GOMEMLIMIT=" + env + " (from the environment)", nil
+	case "", "none":
+	default:
+		q, err := resource.ParseQuantity(o.memoryLimit)
+		if err != nil || q.Value() < 64<<20 {
+			return 0, 0, "", fmt.Errorf("--memory-limit %q: want none or a size of at least 64Mi, e.g. 900Mi", o.memoryLimit)
 		}
-		limit := int64(256<<20) + int64(o.nodes)*(600<<10)
-		return limit, fmt.Sprintf("soft limit %dMi for Go's memory (auto: 256Mi + 600Ki per node; --memory-limit to change)", limit>>20), nil
-	case "none":
-		return 0, "no soft limit (--memory-limit none): the heap may grow to twice what is live", nil
+		memLimit = q.Value()
+		why += fmt.Sprintf("; soft memory limit %s (--memory-limit)", o.memoryLimit)
 	}
-	q, err := resource.ParseQuantity(o.memoryLimit)
-	if err != nil || q.Value() < 64<<20 {
-		return 0, "", fmt.Errorf("--memory-limit %q: want auto, none or a size of at least 64Mi, e.g. 900Mi", o.memoryLimit)
-	}
-	return q.Value(), fmt.Sprintf("soft limit %s for Go's memory (--memory-limit)", o.memoryLimit), nil
+	return gcPercent, memLimit, why, nil
 }
 
 // serveProfiler serves net/http/pprof on a loopback address only: a

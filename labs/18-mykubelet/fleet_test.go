@@ -45,7 +45,7 @@ func TestFleet(t *testing.T) {
 	stats := filepath.Join(t.TempDir(), "stats.json")
 	o := fleetOptions{kubeconfig: cp.AdminKubeconfig(), nodes: nodes, prefix: "t18", qps: -1, burst: 400,
 		relist: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats,
-		memoryLimit: "none"} // process-wide: not in a test binary
+		memoryLimit: "none", gcPercent: 0} // process-wide: not in a test binary
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &testenv.SyncBuffer{}
@@ -263,36 +263,37 @@ func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	}
 }
 
-// TestMemoryLimit: auto scales with the nodes, GOMEMLIMIT wins over
-// auto, none sets nothing, and a bad size is a clear error.
-func TestMemoryLimit(t *testing.T) {
-	t.Setenv("GOMEMLIMIT", "")
+// TestGCSettings: GOGC 50 unless the environment sets GOGC; a memory
+// limit only when asked; bad values are clear errors.
+func TestGCSettings(t *testing.T) {
+	t.Setenv("GOGC", "")
 	for _, c := range []struct {
-		flag  string
-		nodes int
-		want  int64
-		err   string
+		gc      int
+		limit   string
+		wantGC  int
+		wantMem int64
+		err     string
 	}{
-		{"auto", 1000, 256<<20 + 1000*600<<10, ""},
-		{"", 10, 256<<20 + 10*600<<10, ""},
-		{"none", 1000, 0, ""},
-		{"2Gi", 1000, 2 << 30, ""},
-		{"10Mi", 1000, 0, "at least 64Mi"},
-		{"900MiB", 1000, 0, "want auto, none or a size"},
+		{50, "none", 50, 0, ""},
+		{0, "", 0, 0, ""},
+		{80, "2Gi", 80, 2 << 30, ""},
+		{-1, "none", 0, 0, "--gc-percent -1"},
+		{50, "10Mi", 0, 0, "at least 64Mi"},
+		{50, "900MiB", 0, 0, "want none or a size"},
 	} {
-		got, why, err := fleetOptions{memoryLimit: c.flag, nodes: c.nodes}.memoryLimitBytes()
+		gc, mem, why, err := fleetOptions{gcPercent: c.gc, memoryLimit: c.limit}.gcSettings()
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%q: got %v, want an error with %q", c.flag, err, c.err)
+				t.Errorf("%d %q: got %v, want an error with %q", c.gc, c.limit, err, c.err)
 			}
 			continue
 		}
-		if err != nil || got != c.want || why == "" {
-			t.Errorf("%q, %d nodes: got %d (%q, %v), want %d", c.flag, c.nodes, got, why, err, c.want)
+		if err != nil || gc != c.wantGC || mem != c.wantMem || why == "" {
+			t.Errorf("%d %q: got %d %d (%q, %v), want %d %d", c.gc, c.limit, gc, mem, why, err, c.wantGC, c.wantMem)
 		}
 	}
-	t.Setenv("GOMEMLIMIT", "3GiB")
-	if got, why, err := (fleetOptions{memoryLimit: "auto", nodes: 1000}).memoryLimitBytes(); err != nil || got != 0 || !strings.Contains(why, "GOMEMLIMIT=3GiB") {
-		t.Errorf("with GOMEMLIMIT set: got %d %q %v, want it left to the runtime", got, why, err)
+	t.Setenv("GOGC", "200")
+	if gc, _, why, err := (fleetOptions{gcPercent: 50, memoryLimit: "none"}).gcSettings(); err != nil || gc != 0 || !strings.Contains(why, "GOGC=200") {
+		t.Errorf("with GOGC set: got %d %q %v, want it left to the runtime", gc, why, err)
 	}
 }

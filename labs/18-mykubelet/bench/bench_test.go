@@ -124,3 +124,20 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTableNamesFailures: a tool that failed has no column and is named
+// under the table; the others keep theirs.
+func TestTableNamesFailures(t *testing.T) {
+	o := options{nodes: 3, pods: 6, qps: 200, burst: 200, kubeconfig: "k"}
+	ok := &result{tool: "kwok", ownCalls: -1, p50: time.Second, p99: 2 * time.Second}
+	table := formatTable(o, &env{version: "v1.36.3"}, []*result{ok}, []string{"fleet: delete: timed out after 10m0s: 2561 of 6 pods gone"})
+	if !strings.Contains(table, "KWOK v0.7.0") || strings.Contains(table, "   ours, as nodes") {
+		t.Errorf("want KWOK's column only:\n%s", table)
+	}
+	if !strings.Contains(table, "FAILED (no column): fleet: delete: timed out") {
+		t.Errorf("the failure is not named:\n%s", table)
+	}
+	if err := failure([]string{"fleet: x"}); err == nil || !strings.Contains(err.Error(), "1 of the tools failed: fleet: x") {
+		t.Errorf("failure: %v", err)
+	}
+}

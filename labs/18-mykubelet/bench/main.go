@@ -108,16 +108,25 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	}
 	defer env.close()
 
+	// A tool that fails (a timeout, an early exit) is named under the
+	// table; the others still get their column.
 	var results []*result
+	var failed []string
 	for _, t := range strings.Split(o.tools, ",") {
 		r, err := env.runTool(ctx, t, logf)
 		if err != nil {
-			return results, fmt.Errorf("%s: %w", t, err)
+			if ctx.Err() != nil {
+				return results, fmt.Errorf("%s: %w", t, err)
+			}
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			logf("%s FAILED: %v", t, err)
+			failed = append(failed, t+": "+first)
+			continue
 		}
 		results = append(results, r)
 	}
 
-	table := formatTable(o, env, results)
+	table := formatTable(o, env, results, failed)
 	fmt.Fprintln(w)
 	fmt.Fprint(w, table)
 	if o.out != "" {
@@ -125,7 +134,7 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 			return results, err
 		}
 		fmt.Fprintf(w, "\nwritten to %s\n", o.out)
-		return results, nil
+		return results, failure(failed)
 	}
 	// The latest run as result.txt, and every run kept under its time.
 	out := filepath.Join(env.dir, "result.txt")
@@ -136,5 +145,13 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 		}
 	}
 	fmt.Fprintf(w, "\nwritten to %s (and %s)\n", out, stamped)
-	return results, nil
+	return results, failure(failed)
+}
+
+// failure is the error of a run in which some tools failed.
+func failure(failed []string) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of the tools failed: %s", len(failed), strings.Join(failed, "; "))
 }

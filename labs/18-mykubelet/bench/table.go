@@ -8,7 +8,7 @@ import (
 
 // formatTable is the one table the benchmark prints: a row per measure,
 // a column per tool, then how each was measured.
-func formatTable(o options, e *env, results []*result) string {
+func formatTable(o options, e *env, results []*result, failed []string) string {
 	var b strings.Builder
 	cluster := "a private control plane (etcd, kube-apiserver " + e.version + ", kube-controller-manager)"
 	if e.cp == nil {
@@ -48,7 +48,7 @@ func formatTable(o options, e *env, results []*result) string {
 	add(fmt.Sprintf("delete %d pods → all gone", o.pods), func(r *result) string { return sec(r.deleteAll) })
 	// With the controller-manager's own count, its requests are taken
 	// out of the apiserver's and shown on their own row.
-	by := "tool + controller-manager"
+	by := "the tool and the controller-manager"
 	if len(results) > 0 && results[0].cmKnown {
 		by = "the tool"
 	}
@@ -72,10 +72,16 @@ func formatTable(o options, e *env, results []*result) string {
 	})
 	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MiB", r.peakRSS>>20) })
 	add("CPU time (avg cores over its run)", func(r *result) string {
+		if r.wall <= 0 {
+			return fmt.Sprintf("%.1f s", r.cpu.Seconds())
+		}
 		return fmt.Sprintf("%.1f s (%.2f)", r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds())
 	})
 	if e.cp != nil {
 		add("kube-apiserver + etcd CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.cpCPU.Seconds()) })
+	}
+	if len(results) == 0 {
+		rows = rows[:1]
 	}
 	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
@@ -93,6 +99,9 @@ func formatTable(o options, e *env, results []*result) string {
 			}
 		}
 		b.WriteString("\n")
+	}
+	for _, f := range failed {
+		fmt.Fprintf(&b, "\nFAILED (no column): %s\n", f)
 	}
 	b.WriteString(`
 How: each tool runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ type result struct {
 
 // runTool is one tool's whole run: start it, nodes, pods, delete, stop,
 // clean up.
-func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any)) (*result, error) {
+func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any)) (_ *result, err error) {
 	o := e.o
 	r := &result{tool: tool, ownCalls: -1}
 	ns := "bench-" + tool
@@ -73,6 +74,14 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}
 	// A clean slate: what an earlier, interrupted run may have left.
 	d.cleanupNodes(ctx, selector, names)
+	// If this tool fails, clean up after it (once it is stopped: deferred
+	// first, run last) so that the next tool starts on an empty cluster.
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			logf("%s: cleaning up its nodes and pods", tool)
+			d.cleanup(ctx, selector, ns, names)
+		}
+	}()
 
 	logf("%s: %d nodes, %d pods", tool, o.nodes, o.pods)
 	mine0 := d.calls.Counts()
@@ -175,6 +184,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 			logf("%s:   apiserver answered %s (anyone's but the benchmark's)", tool, c)
 		}
 	}
+	writeCalls(filepath.Join(e.dir, tool+"-requests.txt"), others)
 	if cm1 != nil {
 		cm := minus(cm1, cm0, nil)
 		r.cmKnown, r.cmCalls, r.cmWasted = true, fleet.Total(cm), fleet.WastedOf(cm)
@@ -213,6 +223,18 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	logf("%s: cleaning up its nodes and pods", tool)
 	d.cleanup(ctx, selector, ns, names)
 	return r, nil
+}
+
+// writeCalls keeps the apiserver's count of a tool's requests, by verb,
+// resource and code, for a closer look than the table's (best effort).
+func writeCalls(path string, calls []fleet.CallCount) {
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Count > calls[j].Count })
+	var b strings.Builder
+	b.WriteString("# requests in the run, counted by the apiserver, minus the benchmark's own (the controller-manager's included)\n")
+	for _, c := range calls {
+		b.WriteString(c.String() + "\n")
+	}
+	_ = os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // refusedOf counts the requests refused (403 Forbidden, 429 Too Many
