@@ -132,3 +132,31 @@ func TestRegisterInTheKubeletsOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusReportSpread: after its first report a node waits a random
+// half to one and a half report periods before the next periodic one (as
+// the kubelet does), so that nodes started together spread their reports;
+// within that time an unchanged status is not written again.
+func TestStatusReportSpread(t *testing.T) {
+	const period = time.Minute
+	seen := map[time.Duration]bool{}
+	for i := range 20 {
+		cfg := Config{Name: "spread"}
+		client := fake.NewClientset(cfg.InitialNode(time.Now()))
+		r := &StatusReporter{Client: client, Node: cfg, ReportFrequency: period}
+		wrote, err := r.Sync(context.Background())
+		if err != nil || !wrote {
+			t.Fatalf("run %d: first sync wrote=%v err=%v, want a write", i, wrote, err)
+		}
+		if r.delay < -period/2 || r.delay >= period/2 {
+			t.Fatalf("run %d: next report %s after the period, want within ±%s", i, r.delay, period/2)
+		}
+		seen[r.delay] = true
+		if wrote, err := r.Sync(context.Background()); err != nil || wrote {
+			t.Fatalf("run %d: an unchanged status was written again at once (err %v)", i, err)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("20 nodes got the same delay %v: not spread", seen)
+	}
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type StatusReporter struct {
 
 	mu         sync.Mutex
 	lastReport time.Time
+	delay      time.Duration // added to ReportFrequency, see Sync
 }
 
 // Sync reads the Node, applies our status setters and patches the status if
@@ -67,8 +69,19 @@ func (r *StatusReporter) Sync(ctx context.Context) (bool, error) {
 	if report == 0 {
 		report = DefaultStatusReportFrequency
 	}
-	if !statusChanged(&original.Status, &updated.Status) && now.Sub(r.lastReport) < report {
+	changed := statusChanged(&original.Status, &updated.Status)
+	if !changed && now.Sub(r.lastReport) < report+r.delay {
 		return false, nil
+	}
+	// As the kubelet (kubelet_node_status.go:520-545): after a change or
+	// the first report, the next periodic one comes at a random point
+	// between half and one and a half periods, so that nodes started
+	// together do not all report at once every 5 minutes; after a
+	// periodic one, a period later.
+	if changed || r.lastReport.IsZero() {
+		r.delay = time.Duration(float64(report) * (rand.Float64() - 0.5))
+	} else {
+		r.delay = 0
 	}
 	patched, _, err := nodeutil.PatchNodeStatus(r.Client.CoreV1(), types.NodeName(r.Node.Name), original, updated)
 	if err != nil {
