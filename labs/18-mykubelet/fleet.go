@@ -50,7 +50,7 @@ type fleetOptions struct {
 }
 
 func (o *fleetOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig whose credential every node of the fleet shares (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
 	fs.IntVar(&o.nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
 	fs.StringVar(&o.prefix, "node-prefix", fleet.DefaultPrefix, "fleet node names are PREFIX-0000, PREFIX-0001, …")
 	fs.Float64Var(&o.qps, "kube-api-qps", -1, "client-side rate limit of the fleet's shared client for pods and registration; negative: none (KWOK v0.7.0 has none either). Leases and node status are never limited")
