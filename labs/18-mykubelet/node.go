@@ -170,7 +170,7 @@ func runNode(ctx context.Context, o nodeOptions, w io.Writer, onReady func(*node
 		HostIPs: []string{ip.String()}, RelistPeriod: o.relist,
 		BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 		StaticPodPath: static, ShutdownGracePeriod: grace,
-		Log:                 out.Stamped,
+		Log: out.Stamped,
 	})
 	if err != nil {
 		return err
