@@ -35,7 +35,7 @@ func TestBenchSmall(t *testing.T) {
 	}
 	const nodes, pods = 5, 20
 	out := filepath.Join(t.TempDir(), "table.txt")
-	o := options{cp: testenv.ControlPlane(t), nodes: nodes, pods: pods, qps: 200, burst: 200, fleetQPS: -1,
+	o := options{cp: testenv.ControlPlane(t), dir: t.TempDir(), nodes: nodes, pods: pods, qps: 200, burst: 200, fleetQPS: -1,
 		tools: "kwok,fleet,fleet-shared", timeout: 2 * time.Minute, out: out}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -40,8 +40,10 @@ type env struct {
 func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, error) {
 	e := &env{o: o}
 	var err error
-	if e.dir, err = state.Ensure("bench-18"); err != nil {
-		return nil, err
+	if e.dir = o.dir; e.dir == "" {
+		if e.dir, err = state.Ensure("bench-18"); err != nil {
+			return nil, err
+		}
 	}
 	root, err := state.Root()
 	if err != nil {

@@ -50,6 +50,9 @@ type options struct {
 	fleetFlags string
 	// cp, in tests, is the control plane to run on (not stopped at the end).
 	cp *controlplane.ControlPlane
+	// dir, in tests, replaces the state folder's bench-18/ (logs, the
+	// fleet's binary and stats): a test must not write over a real run's.
+	dir string
 }
 
 func main() {
