@@ -147,3 +147,13 @@ func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, "error:", err)
 	os.Exit(1)
 }
+
+// NodeDir checks a node name and returns the node's folder in the state
+// folder (nodes/NAME, created 0700): where its keys, certificates and
+// kubeconfig live. mycore/node.Join is given this folder.
+func NodeDir(name string) (string, error) {
+	if err := CheckNodeName(name); err != nil {
+		return "", err
+	}
+	return state.Ensure("nodes", name)
+}

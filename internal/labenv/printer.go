@@ -25,6 +25,15 @@ func (p *Printer) Printf(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// Write writes p as it is, under the same lock: a Printer is the io.Writer
+// a lab hands to code that prints (klog, a tabwriter, a child's output),
+// so its lines do not cut through the lab's own.
+func (p *Printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.w.Write(b)
+}
+
 // Stamped writes one line that starts with the wall clock to the
 // millisecond, so a learner can read how long each step took.
 func (p *Printer) Stamped(format string, args ...any) {

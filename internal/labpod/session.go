@@ -10,27 +10,25 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/kuberuntime"
 )
 
 // Options are the flags the labs share.
 type Options struct {
 	Kubeconfig string
-	Runtime    string
-	Endpoint   string
-	PodLogsDir string
-	PodFile    string
-	NodeName   string
-	Image      string // tests: a containerd flavour's busybox image (no flag)
+	labruntime.Flags
+	PodFile  string
+	NodeName string
+	Image    string // tests: a containerd flavour's busybox image (no flag)
 }
 
 // Register adds the shared flags to fs; lab is the lab's folder name,
 // nodeName the default node its pod is bound to.
 func (o *Options) Register(fs *flag.FlagSet, lab, nodeName string) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.Runtime, "runtime", Mock, "where the pod runs: mock (the mock CRI, in this process) or containerd (the course's, from the state folder's containerd/env)")
-	fs.StringVar(&o.Endpoint, "cri-endpoint", "", "with --runtime containerd: its CRI endpoint (default: from the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
-	fs.StringVar(&o.PodLogsDir, "pod-logs-dir", "", "where container logs go (default: the state folder's "+lab+"/pod-logs on the mock, containerd's POD_LOG_DIR)")
+	o.Flags.Register(fs, labruntime.Mock)
 	fs.StringVar(&o.PodFile, "pod", "", "pod manifest to use instead of the lab's pod.yaml (copy it and edit: the repository may be read-only)")
 	fs.StringVar(&o.NodeName, "node-name", nodeName, "the node the pod is bound to (spec.nodeName); no kubelet serves it but this lab")
 }
@@ -41,7 +39,7 @@ func (o *Options) Register(fs *flag.FlagSet, lab, nodeName string) {
 type Session struct {
 	Host   string
 	Client kubernetes.Interface
-	RT     *Runtime
+	RT     *labruntime.Runtime
 	M      *kuberuntime.Manager
 	Pod    *v1.Pod
 	Out    *Timeline
@@ -68,11 +66,15 @@ func Begin(ctx context.Context, o Options, lab string, manifest []byte, w io.Wri
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	s.RT, err = OpenRuntime(ctx, RuntimeOptions{Kind: o.Runtime, Endpoint: o.Endpoint, PodLogsDir: o.PodLogsDir, Image: o.Image, Lab: lab})
+	dir, err := state.Ensure(lab)
 	if err != nil {
 		return nil, err
 	}
-	s.Out.Printf("cluster %s; runtime %s on %s", s.Host, s.RT.Version, s.RT.CRI.Endpoint)
+	s.RT, err = labruntime.Open(ctx, labruntime.Options{Flags: o.Flags, Dir: dir, Image: o.Image})
+	if err != nil {
+		return nil, err
+	}
+	s.Out.Printf("cluster %s; runtime %s on %s", s.Host, s.RT.Name, s.RT.CRI.Endpoint)
 	s.M = kuberuntime.New(s.RT.CRI, kuberuntime.Options{PodLogsDir: s.RT.PodLogsDir, Log: func(f string, a ...any) { s.Out.Printf("kubelet  "+f, a...) }})
 
 	pod.Spec.NodeName = o.NodeName

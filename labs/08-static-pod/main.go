@@ -83,7 +83,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
 	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "08-static-pod", Timeout: o.timeout,
+	nodeDir, err := labenv.NodeDir(o.nodeName)
+	if err != nil {
+		return err
+	}
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: nodeDir, Name: o.nodeName, Lab: "08-static-pod", Timeout: o.timeout,
 		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
 	if err != nil {
 		return err

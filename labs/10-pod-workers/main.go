@@ -98,7 +98,11 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
 	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "10-pod-workers", Timeout: o.timeout,
+	dir, err := labenv.NodeDir(o.nodeName)
+	if err != nil {
+		return err
+	}
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "10-pod-workers", Timeout: o.timeout,
 		Log: out.Indented()})
 	if err != nil {
 		return err

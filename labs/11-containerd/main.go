@@ -21,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -41,7 +42,7 @@ type config struct {
 
 // run is the whole lab; main_test.go calls it too.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	env, err := cri.Load()
+	env, err := labruntime.Load()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -49,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfg config
 	fs := flag.NewFlagSet("11-containerd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.endpoint, "endpoint", env.Endpoint, "CRI endpoint (unix socket); default: $"+cri.EndpointEnvVar+", else "+orNone(env.File))
+	fs.StringVar(&cfg.endpoint, "endpoint", env.Endpoint, "CRI endpoint (unix socket); default: $"+labruntime.EndpointEnvVar+", else "+orNone(env.File))
 	fs.StringVar(&cfg.image, "image", env.BusyboxImage, "image for the demo container")
 	fs.StringVar(&cfg.logDir, "pod-log-dir", env.PodLogDir, "where the demo pod's logs go (the kubelet's --pod-logs-dir, /var/log/pods by default)")
 	fs.BoolVar(&cfg.demo, "run-demo", false, "run a busybox pod, exec echo in it, show its log, remove it")

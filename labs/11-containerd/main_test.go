@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 func runLab(t *testing.T, args ...string) (int, string, string) {

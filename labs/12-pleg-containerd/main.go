@@ -28,6 +28,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/node"
@@ -72,7 +73,7 @@ func main() {
 type lab struct {
 	node    *node.Joined
 	kubelet *kubelet.Kubelet
-	env     cri.Env
+	env     labruntime.Env
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
@@ -85,7 +86,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	}
 
 	// 1. The runtime first: without it the node would join and then run nothing.
-	env, err := cri.Load()
+	env, err := labruntime.Load()
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,11 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "12-pleg-containerd", Timeout: o.timeout,
+	dir, err := labenv.NodeDir(o.nodeName)
+	if err != nil {
+		return err
+	}
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "12-pleg-containerd", Timeout: o.timeout,
 		Log: out.Indented()})
 	if err != nil {
 		return err

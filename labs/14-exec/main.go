@@ -38,7 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/noderuntime"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/kubelet"
@@ -68,7 +68,7 @@ func main() {
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, who makes the bootstrap token and approves the serving CSR (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", "lab-node-14", "name of the node to join; pods bound to it (spec.nodeName) run here")
-	fs.StringVar(&o.runtime, "runtime", noderuntime.Mock, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (mock: the mock CRI, in this process. containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root)")
+	fs.StringVar(&o.runtime, "runtime", labruntime.Mock, "container runtime: "+strings.Join(labruntime.Kinds(), ", ")+" (mock: the mock CRI, in this process. containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root)")
 	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd --runtime: its endpoint (default: the state folder's containerd/env)")
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on (the kubelet's --address); the embedded control plane is on this machine, so loopback is enough; 0.0.0.0 for a cluster elsewhere (kind in the VM)")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node publishes, which the apiserver dials (default: --address, or this machine's address when --address is 0.0.0.0)")
@@ -138,7 +138,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	}
 	// The mock runs no processes: mockHTTP (mockhttp.go) answers on its
 	// forwarded ports, as the pod's busybox httpd does on containerd.
-	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, NodeDir: dir,
+	rt, err := labruntime.Open(ctx, labruntime.Options{Flags: labruntime.Flags{Kind: o.runtime, Endpoint: o.endpoint}, Dir: dir,
 		Mock: []fakecri.Option{fakecri.WithPortForwardHook(mockHTTP)}})
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		features = []string{server.WebSocketsFeature}
 	}
 	out.Printf("joining %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.nodeName, ip, port, orNone(features))
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "14-exec", Timeout: o.timeout,
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "14-exec", Timeout: o.timeout,
 		InternalIP: ip.String(), DaemonPort: int32(port), DeclaredFeatures: features,
 		Log: out.Indented()})
 	if err != nil {

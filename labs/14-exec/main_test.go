@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mycore/server"
 )
 

@@ -41,6 +41,7 @@ import (
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labpod"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
 )
@@ -99,7 +100,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	// kubelet's status manager does once nothing of the pod runs.
 	defer s.End(true)
 	m, c, pod, out := s.M, s.RT.CRI, s.Pod, s.Out
-	rep := &report{Runtime: s.RT.Version}
+	rep := &report{Runtime: s.RT.Name}
 
 	// Part 1: the pod's own grace period — the stop a failed liveness
 	// probe or a changed container spec causes, no deletion involved.
@@ -211,7 +212,7 @@ func endedBy(code int32) string {
 }
 
 func sigkillLivesIn(kind string) string {
-	if kind == labpod.Containerd {
+	if kind != labruntime.Mock {
 		return "containerd: StopContainer in internal/cri/server/container_stop.go, pkg/cri/server/ in 1.6/1.7"
 	}
 	return "the mock: stopProcess in mylib/fakecri/process.go, the same steps as containerd's container_stop.go"

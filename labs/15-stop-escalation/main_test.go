@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kubelet-labs/internal/labpod"
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labpod/labpodtest"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -109,8 +109,8 @@ func TestLabBadInput(t *testing.T) {
 	}{
 		{"grace 0", func(o *options) { o.deleteGrace = 0 }, "--delete-grace-period must be at least 1"},
 		{"bad node name", func(o *options) { o.NodeName = "Bad_Name" }, "is not a valid Node name"},
-		{"unknown runtime", func(o *options) { o.Runtime = "docker" }, `--runtime "docker": want mock or containerd`},
-		{"no containerd", func(o *options) { o.Runtime, o.Endpoint = labpod.Containerd, "unix://"+missing+".sock" }, "not reachable"},
+		{"unknown runtime", func(o *options) { o.Kind = "docker" }, `--runtime "docker": want one of containerd`},
+		{"no containerd", func(o *options) { o.Kind, o.Endpoint = labruntime.Containerd, "unix://"+missing+".sock" }, "not reachable"},
 		{"missing pod file", func(o *options) { o.PodFile = missing + ".yaml" }, "--pod: open"},
 		{"no cluster", func(o *options) { o.Kubeconfig = missing }, "bad kubeconfig"},
 	} {

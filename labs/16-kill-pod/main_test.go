@@ -13,10 +13,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
-	"kubelet-labs/internal/labpod"
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labpod/labpodtest"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -128,9 +128,9 @@ func TestLabBadInput(t *testing.T) {
 		want string
 	}{
 		{"bad node name", func(o *options) { o.NodeName = "../x" }, "is not a valid Node name"},
-		{"unknown runtime", func(o *options) { o.Runtime = "cri-o" }, `--runtime "cri-o": want mock or containerd`},
+		{"unknown runtime", func(o *options) { o.Kind = "cri-o" }, `--runtime "cri-o": want one of containerd`},
 		{"no containerd", func(o *options) {
-			o.Runtime, o.Endpoint = labpod.Containerd, "unix://"+t.TempDir()+"/none.sock"
+			o.Kind, o.Endpoint = labruntime.Containerd, "unix://"+t.TempDir()+"/none.sock"
 		}, "not reachable"},
 		{"not a pod", func(o *options) {
 			p := t.TempDir() + "/svc.yaml"

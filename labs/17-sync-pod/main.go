@@ -28,7 +28,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/noderuntime"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/node"
@@ -61,7 +61,7 @@ func main() {
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", "lab-node-17", "name of the node to join; pods bound to it (spec.nodeName) run here")
-	fs.StringVar(&o.runtime, "runtime", noderuntime.Containerd, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root. mock: the mock CRI, in this process: exec probes only)")
+	fs.StringVar(&o.runtime, "runtime", labruntime.Containerd, "container runtime: "+strings.Join(labruntime.Kinds(), ", ")+" (containerd: the course's, started by scripts/containerd-up.sh, the instance it named first; needs root. mock: the mock CRI, in this process: exec probes only)")
 	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd --runtime: its endpoint (default: the state folder's containerd/env, or $CONTAINER_RUNTIME_ENDPOINT)")
 	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go (default: containerd's POD_LOG_DIR, or the node's folder with the mock)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
@@ -81,7 +81,7 @@ func main() {
 type lab struct {
 	node    *node.Joined
 	kubelet *kubelet.Kubelet
-	rt      *noderuntime.Runtime
+	rt      *labruntime.Runtime
 }
 
 func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
@@ -99,8 +99,8 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	// On the mock, the exec probes' /tmp is tmpFS (mocktmp.go).
-	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir,
-		NodeDir: dir, Mock: []fakecri.Option{fakecri.WithExecHook(newTmpFS().exec)}})
+	rt, err := labruntime.Open(ctx, labruntime.Options{Flags: labruntime.Flags{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir},
+		Dir: dir, Mock: []fakecri.Option{fakecri.WithExecHook(newTmpFS().exec)}})
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		return err
 	}
 	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: o.nodeName, Lab: "17-sync-pod", Timeout: o.timeout,
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "17-sync-pod", Timeout: o.timeout,
 		Log: out.Indented()})
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 }
 
 // hints prints what to try, with this runtime's crictl and image ID.
-func hints(out *labenv.Printer, o options, rt *noderuntime.Runtime) {
+func hints(out *labenv.Printer, o options, rt *labruntime.Runtime) {
 	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.nodeName)
 	out.Printf("  kubectl apply -f labs/17-sync-pod/liveness.yaml -f labs/17-sync-pod/readiness.yaml -f labs/17-sync-pod/startup.yaml -f labs/17-sync-pod/crashloop.yaml")
 	if rt.Mock == nil {
@@ -158,7 +158,7 @@ func hints(out *labenv.Printer, o options, rt *noderuntime.Runtime) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The pods' busybox: the course's containerd image, whose name the mock's carries.
-	if st, err := rt.CRI.Images.ImageStatus(rt.CRI.Context(ctx), &runtimeapi.ImageSpec{Image: noderuntime.MockBusyboxImage}, false); err == nil && st.GetImage() != nil {
+	if st, err := rt.CRI.Images.ImageStatus(rt.CRI.Context(ctx), &runtimeapi.ImageSpec{Image: labruntime.BusyboxImage}, false); err == nil && st.GetImage() != nil {
 		out.Printf("The same busybox by its ID is another image string, so another spec hash (a restart):")
 		out.Printf("  kubectl set image pod/liveness app=%s", st.GetImage().GetId())
 	}

@@ -22,10 +22,10 @@ import (
 	kubetypes "k8s.io/kubelet/pkg/types"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/noderuntime"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/kubelet"
@@ -50,7 +50,7 @@ type nodeOptions struct {
 func (o *nodeOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to join with, e.g. the one lab 03 printed (default: make one with the admin kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
-	fs.StringVar(&o.runtime, "runtime", noderuntime.Containerd, "container runtime: "+strings.Join(noderuntime.Kinds(), ", ")+" (containerd: the instance scripts/containerd-up.sh named first; needs root. mock: in this process, no real containers)")
+	fs.StringVar(&o.runtime, "runtime", labruntime.Containerd, "container runtime: "+strings.Join(labruntime.Kinds(), ", ")+" (containerd: the instance scripts/containerd-up.sh named first; needs root. mock: in this process, no real containers)")
 	fs.StringVar(&o.endpoint, "cri-endpoint", "", "with a containerd runtime: its endpoint (default: the state folder's containerd env file)")
 	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where container logs go, in a folder named after the node (the kubelet's /var/log/pods) (default: containerd's POD_LOG_DIR; with the mock, the node's state folder)")
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough")
@@ -67,7 +67,7 @@ func (o *nodeOptions) register(fs *flag.FlagSet) {
 type nodeLab struct {
 	node    *node.Joined
 	kubelet *kubelet.Kubelet
-	runtime *noderuntime.Runtime
+	runtime *labruntime.Runtime
 	static  string
 }
 
@@ -113,7 +113,7 @@ func runNode(ctx context.Context, o nodeOptions, w io.Writer, onReady func(*node
 	if err != nil {
 		return err
 	}
-	rt, err := noderuntime.Open(ctx, noderuntime.Options{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir, NodeDir: dir})
+	rt, err := labruntime.Open(ctx, labruntime.Options{Flags: labruntime.Flags{Kind: o.runtime, Endpoint: o.endpoint, PodLogsDir: o.podLogsDir}, Dir: dir})
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func runNode(ctx context.Context, o nodeOptions, w io.Writer, onReady func(*node
 	// → the Node with this machine's capacity, our address and port → the
 	// Lease, renewed in the background.
 	out.Printf("joining   %s as node %s (InternalIP %s, kubelet port %d)", cfg.Host, o.nodeName, ip, port)
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Token: o.token, Name: o.nodeName, Lab: "18-mykubelet", Timeout: o.timeout,
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Token: o.token, Name: o.nodeName, Lab: "18-mykubelet", Timeout: o.timeout,
 		InternalIP: ip.String(), DaemonPort: int32(port), DeclaredFeatures: []string{server.WebSocketsFeature},
 		Log: out.Indented()})
 	if err != nil {

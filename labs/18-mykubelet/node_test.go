@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mycore/kubelet"
 )
 

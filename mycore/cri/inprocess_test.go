@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mylib/fakecri"
 )
 

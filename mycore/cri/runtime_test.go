@@ -9,8 +9,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 // behaviour is one thing every CRI runtime must do the same way. realOnly

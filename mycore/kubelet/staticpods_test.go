@@ -79,7 +79,7 @@ func startNode(t *testing.T, name string, opts Options) *testNode {
 	t.Setenv(state.EnvVar, dir)
 	ctx := context.Background()
 
-	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Name: name, Lab: "test-kubelet", NoTaint: true})
+	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Dir: testenv.NodeDir(t, name), Name: name, Lab: "test-kubelet", NoTaint: true})
 	if err != nil {
 		t.Fatal(err)
 	}

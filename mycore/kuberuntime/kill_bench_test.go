@@ -7,7 +7,7 @@ import (
 
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
-	"kubelet-labs/mycore/cri/critest"
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/kuberuntime"
 )
 

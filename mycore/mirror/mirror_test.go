@@ -70,7 +70,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	admin := testenv.AdminClient(t)
 	t.Setenv(state.EnvVar, t.TempDir())
 	const nodeName = "t-mirror-node"
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: nodeName, Lab: "test-mirror"})
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: testenv.NodeDir(t, nodeName), Name: nodeName, Lab: "test-mirror"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestNodeRestrictionRules(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv(state.EnvVar, t.TempDir())
 	const nodeName = "t-mirror-rules"
-	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Name: nodeName, Lab: "test-mirror"})
+	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Dir: testenv.NodeDir(t, nodeName), Name: nodeName, Lab: "test-mirror"})
 	if err != nil {
 		t.Fatal(err)
 	}

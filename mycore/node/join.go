@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 )
 
@@ -34,9 +33,11 @@ type JoinOptions struct {
 	// Token "ID.SECRET" to bootstrap with (e.g. lab 03's); empty: a new
 	// one is made with Admin.
 	Token string
-	// Name of the node; validated (DNS-1123 subdomain) before any folder
-	// is created.
+	// Name of the node; validated (DNS-1123 subdomain) before anything else.
 	Name string
+	// Dir is the node's folder: its key, certificates and kubeconfig go
+	// there (the labs pass nodes/NAME in their state folder). Required.
+	Dir string
 	// Lab is the value of the LabLabel label, e.g. "08-static-pod".
 	Lab string
 	// LeaseDurationSeconds of the node's Lease; 0 = the kubelet's 40.
@@ -97,10 +98,10 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	dir, err := state.Ensure("nodes", o.Name)
-	if err != nil {
-		return nil, err
+	if o.Dir == "" {
+		return nil, fmt.Errorf("node.Join: JoinOptions.Dir (the node's folder) is required")
 	}
+	dir := o.Dir
 	jctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 

@@ -27,7 +27,7 @@ func TestJoinReadyThenRejoinWithoutBootstrap(t *testing.T) {
 	const name = "t-join-node"
 
 	var lines []string
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: name, Lab: "test-join",
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: testenv.NodeDir(t, name), Name: name, Lab: "test-join",
 		Log: func(f string, a ...any) { lines = append(lines, f) }})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestJoinReadyThenRejoinWithoutBootstrap(t *testing.T) {
 	j.Stop()
 	j.Stop() // idempotent
 
-	again, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: name, Lab: "test-join"})
+	again, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: testenv.NodeDir(t, name), Name: name, Lab: "test-join"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mycore/runtime"
 )
 

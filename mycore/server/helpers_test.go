@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
 )
@@ -112,7 +112,7 @@ func startNode(t *testing.T, name string, rt critest.Runtime, websockets bool) *
 	if websockets {
 		features = []string{server.WebSocketsFeature}
 	}
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Name: name, Lab: "server-test", InternalIP: "127.0.0.1",
+	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: testenv.NodeDir(t, name), Name: name, Lab: "server-test", InternalIP: "127.0.0.1",
 		DaemonPort: int32(ln.Addr().(*net.TCPAddr).Port), DeclaredFeatures: features, Timeout: time.Minute})
 	if err != nil {
 		cancel()

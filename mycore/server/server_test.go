@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri/critest"
 	"kubelet-labs/mycore/server"
 	"kubelet-labs/mylib/fakecri"
 )

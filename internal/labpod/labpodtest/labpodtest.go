@@ -9,10 +9,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labpod"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri/critest"
 )
 
 // Options runs a lab against the test's control plane on one runtime of
@@ -22,11 +23,11 @@ import (
 // 108 bytes — after containerd was found in the real one.
 func Options(t *testing.T, rc critest.Case, nodeName string) labpod.Options {
 	t.Helper()
-	o := labpod.Options{Kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(), Runtime: labpod.Mock,
-		NodeName: nodeName, PodLogsDir: t.TempDir()}
+	o := labpod.Options{Kubeconfig: testenv.ControlPlane(t).AdminKubeconfig(),
+		Flags: labruntime.Flags{Kind: labruntime.Mock, PodLogsDir: t.TempDir()}, NodeName: nodeName}
 	if rc.Name != "fakecri" {
 		rt := rc.Setup(t)
-		o.Runtime, o.Endpoint, o.Image = labpod.Containerd, rt.Endpoint, rt.BusyboxImage
+		o.Kind, o.Endpoint, o.Image = labruntime.Containerd, rt.Endpoint, rt.BusyboxImage
 	}
 	dir, err := os.MkdirTemp("", "labpod-")
 	if err != nil {

@@ -5,14 +5,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mylib/fakecri"
 )
 
 // The mock uses the same image names as our containerd, so a test (and a
 // lab) needs no per-runtime image table.
 const (
-	mockPauseImage   = "localhost/kubelet-labs/pause:1.0"
-	mockBusyboxImage = "localhost/kubelet-labs/busybox:1.35.0"
+	mockPauseImage   = labruntime.PauseImage
+	mockBusyboxImage = labruntime.BusyboxImage
 )
 
 // FakeCRI starts the mock runtime of mylib/fakecri on a socket of its own

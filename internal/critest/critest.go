@@ -22,6 +22,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -70,12 +71,12 @@ func Cases() []Case {
 // when CONTAINER_RUNTIME_ENDPOINT points the tests at one runtime of the
 // learner's choice, or when nothing was started.
 func Flavours() []string {
-	if os.Getenv(cri.EndpointEnvVar) != "" {
+	if os.Getenv(labruntime.EndpointEnvVar) != "" {
 		return nil
 	}
 	if v := strings.TrimSpace(os.Getenv(FlavoursEnvVar)); v != "" {
 		if v == "all" {
-			return cri.Flavours()
+			return labruntime.Flavours()
 		}
 		var list []string
 		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
@@ -85,7 +86,7 @@ func Flavours() []string {
 		}
 		return list
 	}
-	started, err := cri.StartedFlavours()
+	started, err := labruntime.StartedFlavours()
 	if err != nil {
 		return nil // Containerd reports the state folder's problem
 	}
@@ -117,7 +118,7 @@ func Require(t testing.TB, ok bool, format string, args ...any) {
 // CRI v1 and has the busybox image.
 func Containerd(t testing.TB) Runtime {
 	t.Helper()
-	env, err := cri.Load()
+	env, err := labruntime.Load()
 	if err != nil {
 		t.Fatalf("finding containerd: %v", err)
 	}
@@ -128,7 +129,7 @@ func Containerd(t testing.TB) Runtime {
 // own env file and checks it as Containerd does.
 func ContainerdFlavour(t testing.TB, flavour string) Runtime {
 	t.Helper()
-	env, err := cri.LoadFlavour(flavour)
+	env, err := labruntime.LoadFlavour(flavour)
 	if err != nil {
 		t.Fatalf("finding containerd %s: %v", flavour, err)
 	}
@@ -137,7 +138,7 @@ func ContainerdFlavour(t testing.TB, flavour string) Runtime {
 
 // check dials env's endpoint; what is missing skips (or fails in CI) with
 // upHint, the command that fixes it.
-func check(t testing.TB, name string, env cri.Env, upHint string) Runtime {
+func check(t testing.TB, name string, env labruntime.Env, upHint string) Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
