@@ -29,7 +29,14 @@ test:
 build:
 	go run ./labs/00-cluster --build-only
 
-## clean: stop our containerd (if running) and remove all run-time state
+## clean: remove all run-time state. As root it first stops our containerd;
+## as the learner it refuses (and names the one root command to run first)
+## while root's containerd folder is still in the state folder, instead of
+## failing half-way through rm.
 clean:
-	-[ "$$(id -u)" != 0 ] || [ ! -x scripts/containerd-down.sh ] || scripts/containerd-down.sh
-	rm -rf "$${LABS_STATE_DIR:-.labs}"
+	@state="$${LABS_STATE_DIR:-.labs}"; \
+	if [ "$$(id -u)" = 0 ]; then scripts/containerd-down.sh || exit 1; \
+	elif [ -d "$$state" ] && other="$$(find "$$state" -maxdepth 3 -type d ! -user "$$(id -u)" -print -quit)" && [ -n "$$other" ]; then \
+		echo "make clean: $$other belongs to another user (root: our containerd); run 'sudo scripts/containerd-down.sh' first, then make clean" >&2; exit 1; \
+	fi; \
+	rm -rf "$$state" && echo "removed $$state"

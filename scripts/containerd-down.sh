@@ -103,6 +103,24 @@ if [ -n "${default_sock}" ] && [ ! -S "${default_sock}" ]; then
 fi
 
 [ "${failed}" -eq 0 ] || exit 1
+
+# 4. nothing of ours runs any more: remove root's folder and root's build of
+# containerd from the learner's state folder, so that the learner's own
+# `make clean` (not root) can remove the rest.
+still=0
+for f in "${KNOWN_FLAVOURS[@]}"; do
+	use_flavour "${f}"
+	[ -z "$(containerd_pids)" ] || still=1
+done
+if [ "${still}" -eq 0 ] && ! legacy_present; then
+	exec 8>&-
+	rm -rf --one-file-system "${TOP}"
+	for b in "${LABS_STATE}"/bin/containerd-v*; do
+		[ -d "${b}" ] && [ "$(stat -c %u "${b}")" = 0 ] && rm -rf --one-file-system "${b}"
+		rm -f "${LABS_STATE}/bin/.containerd-build.lock"
+	done
+	log "removed ${TOP} (and root's containerd build in ${LABS_STATE}/bin): make clean may now run as you"
+fi
 if [ "${#targets[@]}" -eq 0 ]; then
 	log "no containerd of ours in ${TOP}; nothing to stop"
 else

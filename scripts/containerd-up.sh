@@ -68,6 +68,12 @@ wants() { # FLAVOUR
 }
 
 need_root
+# The one command of the course that runs as root is this script (and
+# containerd-down.sh). Everything else — every lab, crictl, reading pod
+# logs — runs as the learner: the user who ran sudo gets the CRI socket and
+# can read the pod logs. Run directly as root (CI), the learner is root.
+LEARNER_UID="${SUDO_UID:-0}"
+LEARNER_GID="${SUDO_GID:-0}"
 for f in "${flavours[@]}"; do
 	use_flavour "${f}"
 	check_paths
@@ -80,8 +86,9 @@ if [ ! -d "${LABS_STATE}" ]; then
 	chown "${SUDO_UID:-0}:${SUDO_GID:-0}" "${LABS_STATE}"
 fi
 mkdir -p "${TOP}"
-# the sockets are root's (0660); keep their folder private too
-chmod 0700 "${TOP}"
+# root's folder: others may pass through it to the socket, the env file,
+# crictl.yaml and the pod logs, but neither list nor change it
+chmod 0711 "${TOP}"
 # one up or down at a time on this state folder
 exec 8>"${TOP}/.up-down.lock"
 flock 8
@@ -174,8 +181,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [grpc]
   # unix socket only: no tcp_address (the old course exposed CRI on 0.0.0.0:8989)
   address = "${SOCK}"
-  uid = 0
-  gid = 0
+  # the socket (0660) belongs to the learner who ran sudo: the labs run
+  # as that user, never as root (like the docker group: whoever has this
+  # socket can run any container, so it is root-equivalent on this host)
+  uid = ${LEARNER_UID}
+  gid = ${LEARNER_GID}
 
 [ttrpc]
   address = "${SOCK}.ttrpc"
@@ -249,8 +259,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
 [grpc]
   # unix socket only: no tcp_address
   address = "${SOCK}"
-  uid = 0
-  gid = 0
+  # the socket (0660) belongs to the learner who ran sudo: the labs run
+  # as that user, never as root (like the docker group: whoever has this
+  # socket can run any container, so it is root-equivalent on this host)
+  uid = ${LEARNER_UID}
+  gid = ${LEARNER_GID}
 
 [ttrpc]
   address = "${SOCK}.ttrpc"
@@ -350,7 +363,7 @@ start_flavour() {
 	local new_conf new_cni t0 t_start t_import tarball i left path out
 	local -a running=()
 	mkdir -p "${D}" "${CNI_CONF_DIR}"
-	chmod 0700 "${D}"
+	chmod 0711 "${D}"
 	new_conf="$(mktemp "${D}/.config.XXXXXX")"
 	new_cni="${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp"
 	# shellcheck disable=SC2064 # expand now: this flavour's paths
@@ -378,7 +391,7 @@ ${left}"
 		# a conflist of an older bridge name (LABS_CNI_BRIDGE changed) would
 		# win (max_conf_num = 1 takes the first by name)
 		find "${CNI_CONF_DIR}" -maxdepth 1 -name '*.conflist' -delete
-		mkdir -p "${CNI_IPAM_DIR}" "${POD_LOG_DIR}" "${TMP_DIR}"
+		mkdir -p "${CNI_IPAM_DIR}" "${TMP_DIR}"
 		mv "${new_cni}" "${CNI_CONF_DIR}/10-${CNI_NET}.conflist"
 		mv "${new_conf}" "${CONF}"
 		mark_host_paths
@@ -408,6 +421,14 @@ ${left}"
 		log "[${FLAVOUR}] containerd ready in ${t_start}s (pid $(cat "${PIDFILE}"))"
 	fi
 	trap - EXIT
+
+	# The pod log folder belongs to the learner, whose kubelet (a lab) makes
+	# a folder per pod and container in it; setgid, so each file containerd
+	# (root) writes there (0640) gets the learner's group: the learner reads
+	# logs without sudo, and can remove them.
+	mkdir -p "${POD_LOG_DIR}"
+	chown "${LEARNER_UID}:${LEARNER_GID}" "${POD_LOG_DIR}"
+	chmod 2750 "${POD_LOG_DIR}"
 
 	# --- 5. images into the CRI's namespace --------------------------------
 	t0="$(now)"

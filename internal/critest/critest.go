@@ -147,7 +147,7 @@ func check(t testing.TB, name string, env labruntime.Env, upHint string) Runtime
 		hint := ""
 		switch {
 		case errors.Is(err, cri.ErrPermission):
-			hint = "\n(the socket is root's: run the tests as root)"
+			hint = "\n(the socket belongs to another user: run the tests as the user who ran sudo scripts/containerd-up.sh)"
 		case !errors.Is(err, cri.ErrNotReachable):
 			hint = "\n(restart it with: " + upHint + ")"
 		case upHint != cri.UpHint:

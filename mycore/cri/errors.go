@@ -15,7 +15,7 @@ import (
 var (
 	// ErrNotReachable: no socket, or nothing listens on it.
 	ErrNotReachable = errors.New("runtime not reachable")
-	// ErrPermission: the socket exists but we may not connect (not root).
+	// ErrPermission: the socket exists but belongs to another user.
 	ErrPermission = errors.New("permission denied")
 	// ErrWrongAPI: something answers, but not CRI v1 (e.g. only v1alpha2).
 	ErrWrongAPI = errors.New("runtime does not serve CRI v1")
@@ -70,7 +70,7 @@ func explain(endpoint string, err error) error {
 		e.Hint = fmt.Sprintf("%s is not reachable at %s: nothing listens on the socket (left over from a killed run?); start it with: %s", name, sock, UpHint)
 	case strings.Contains(text, "permission denied"):
 		e.Kind = ErrPermission
-		e.Hint = fmt.Sprintf("permission denied on %s: the socket belongs to root; run as root (e.g. sudo -E go run …)", sock)
+		e.Hint = fmt.Sprintf("permission denied on %s: the socket belongs to the user who started it; run `%s` from your own account (sudo, not a root shell): it hands the socket to you, and every lab then runs as you", sock, UpHint)
 	case st.Code() == codes.Unimplemented && strings.Contains(text, "runtime.v1."):
 		// A v1alpha2-only runtime (containerd < 1.6, or CRI v1 disabled)
 		// has no runtime.v1.RuntimeService: gRPC answers "unknown service".
