@@ -3,23 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/mycore/cri"
 )
 
-func runLab(t *testing.T, args ...string) (int, string, string) {
+func runLab(t *testing.T, o options) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out, errb bytes.Buffer
-	code := run(ctx, args, &out, &errb)
-	t.Logf("go run ./labs/11-containerd %s -> exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-	return code, out.String(), errb.String()
+	var out bytes.Buffer
+	err := run(ctx, o, labenv.NewPrinter(&out))
+	t.Logf("go run ./labs/11-containerd %+v -> %v\n%s", o, err, out.String())
+	return out.String(), err
 }
 
 func mustContain(t *testing.T, s string, parts ...string) {
@@ -37,19 +39,22 @@ func TestLab(t *testing.T) {
 	for _, rc := range critest.Cases() {
 		t.Run(rc.Name, func(t *testing.T) {
 			rt := rc.Setup(t)
+			o := options{endpoint: rt.Endpoint, timeout: 10 * time.Second}
 			t.Run("show", func(t *testing.T) {
-				code, out, _ := runLab(t, "--endpoint", rt.Endpoint)
-				if code != 0 {
-					t.Fatalf("exit %d", code)
+				out, err := runLab(t, o)
+				if err != nil {
+					t.Fatal(err)
 				}
 				mustContain(t, out, "runtime:     ", "CRI API:     v1", "RuntimeReady=true", "NetworkReady=true", "pods (", "containers (")
 			})
 			t.Run("demo", func(t *testing.T) {
 				c := critest.Dial(t, rt)
 				before := demoPods(t, c)
-				code, out, _ := runLab(t, "--endpoint", rt.Endpoint, "--run-demo", "--image", rt.BusyboxImage, "--pod-log-dir", t.TempDir())
-				if code != 0 {
-					t.Fatalf("exit %d", code)
+				o := o
+				o.demo, o.image, o.podLogsDir = true, rt.BusyboxImage, t.TempDir()
+				out, err := runLab(t, o)
+				if err != nil {
+					t.Fatal(err)
 				}
 				mustContain(t, out, "RunPodSandbox", "Create+StartContainer",
 					`-> stdout "hello from ExecSync\n", exit code 0`, "StopContainer", "pod gone")
@@ -76,9 +81,36 @@ func demoPods(t *testing.T, c *cri.Client) int {
 // Without a runtime the lab must fail clearly, not hang or panic.
 func TestLabNoRuntime(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "containerd.sock")
-	code, _, errOut := runLab(t, "--endpoint", "unix://"+sock)
-	if code == 0 {
-		t.Fatal("exit 0 without a runtime")
+	_, err := runLab(t, options{endpoint: "unix://" + sock, timeout: time.Second})
+	if err == nil {
+		t.Fatal("no error without a runtime")
 	}
-	mustContain(t, errOut, "containerd is not reachable at "+sock, "sudo scripts/containerd-up.sh")
+	mustContain(t, err.Error(), "containerd is not reachable at "+sock, "sudo scripts/containerd-up.sh")
+}
+
+// The flags as a learner types them: --cri-endpoint like labs 12-18, and
+// a bad value or an unknown flag is a usage error (exit 2), in one line.
+func TestFlags(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "containerd.sock")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--cri-endpoint", "unix://" + sock}, 1, "error: containerd is not reachable at " + sock},
+		{[]string{"--endpoint", "unix://" + sock}, 2, "flag provided but not defined: -endpoint"},
+		{[]string{"--timeout", "0s"}, 2, "error: --timeout must be positive"},
+	} {
+		var o options
+		var stdout, stderr bytes.Buffer
+		code := labenv.Exec(labenv.Lab{
+			Name:  "11-containerd",
+			Flags: func(fs *flag.FlagSet) { flags(fs, &o) },
+			Check: func() error { return check(o) },
+			Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
+		}, tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
 }
