@@ -28,7 +28,7 @@ import (
 // installed it yet. polite handles SIGTERM by exiting 143 (128+15, what a
 // process killed by SIGTERM reports); stubborn ignores it, so only the
 // runtime's SIGKILL after the grace period ends it: 137 (128+9). The mock
-// interprets the same commands (mylib/fakecri/shell.go).
+// interprets the same commands (mylib/fakecri/mocksh).
 const (
 	politeScript   = `trap 'exit 143' TERM; echo ready; while true; do sleep 0.2; done`
 	stubbornScript = `trap '' TERM; echo ready; while true; do sleep 1; done`

@@ -6,6 +6,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/mylib/fakecri/mocksh"
 )
 
 // The control API changes state from outside the CRI, standing in for the
@@ -31,7 +33,7 @@ func (r *Runtime) SetContainerExited(id string, exitCode int32, reason string) e
 		return err
 	}
 	code := exitCode
-	if !p.signal(signalMsg{exit: &code, reason: reason}) {
+	if !p.signal(mocksh.Signal{Exit: &code, Reason: reason}) {
 		return status.Errorf(codes.FailedPrecondition, "container %q already exited", full)
 	}
 	return waitDone(p, full)
@@ -41,7 +43,7 @@ func (r *Runtime) SetContainerExited(id string, exitCode int32, reason string) e
 // `kill -SIG` on the host would: it may ignore it (trap), handle it, or
 // die with 128+n. It does not wait.
 func (r *Runtime) SignalContainer(id string, signal string) error {
-	n, ok := parseSignal(signal)
+	n, ok := mocksh.ParseSignal(signal)
 	if !ok {
 		return status.Errorf(codes.InvalidArgument, "unknown signal %q", signal)
 	}
@@ -49,7 +51,7 @@ func (r *Runtime) SignalContainer(id string, signal string) error {
 	if err != nil {
 		return err
 	}
-	if !p.signal(signalMsg{sig: n}) {
+	if !p.signal(mocksh.Signal{Num: n}) {
 		return status.Errorf(codes.FailedPrecondition, "container %q already exited", full)
 	}
 	return nil

@@ -15,7 +15,7 @@
 // # Processes without processes
 //
 // Each running container has one goroutine that interprets its command
-// with a tiny shell (see shell.go for the exact command set): `echo`,
+// with a tiny shell (package mocksh lists the exact command set): `echo`,
 // `cat`, `env`, `sleep`, `exit N`, `trap`, `while ...; do ...; done`,
 // `>&2`, `2>&1`, `>/dev/null`, `sh -c '...'`. Anything else is treated as a daemon that runs until it
 // is signalled. That is enough for the classic teaching containers:

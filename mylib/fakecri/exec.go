@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/mylib/fakecri/mocksh"
 )
 
 // ErrNotHandled is returned by an ExecHook to let the built-in mock shell
@@ -72,16 +74,15 @@ func (r *Runtime) execIn(ctx context.Context, id string, cmd []string, stdin io.
 	}
 	sb := r.sandboxes[c.sandboxID]
 	sc := c.config.GetLinux().GetSecurityContext()
-	sh := &shell{
-		env:      &envList{kv: c.env(sb)},
-		files:    newContainerFS(c, sb).read,
-		hostname: sb.hostname(),
-		workDir:  c.workDir(),
-		uid:      sc.GetRunAsUser().GetValue(),
-		gid:      sc.GetRunAsGroup().GetValue(),
-		tty:      tty,
-		traps:    map[int]trapAction{},
-		now:      r.opts.now,
+	cfg := mocksh.Config{
+		Env:      c.env(sb),
+		ReadFile: newContainerFS(c, sb).read,
+		Hostname: sb.hostname(),
+		WorkDir:  c.workDir(),
+		UID:      sc.GetRunAsUser().GetValue(),
+		GID:      sc.GetRunAsGroup().GetValue(),
+		TTY:      tty,
+		Now:      r.opts.now,
 	}
 	life := c.life
 	r.sessions.Add(1)
@@ -103,20 +104,18 @@ func (r *Runtime) execIn(ctx context.Context, id string, cmd []string, stdin io.
 		}
 	}
 
-	sh.ctx = ctx
+	// The shell is made after the hook had its chance: it starts reading
+	// stdin at once.
 	if tty {
 		stdout = &crlfWriter{w: stdout}
 		stderr = stdout
 	}
-	sh.stdout, sh.stderr = stdout, stderr
-	if stdin != nil {
-		cr := newChanReader(stdin)
-		defer cr.stop()
-		sh.stdin = cr
-	}
-	code, err := sh.runArgv(cmd)
-	if errors.Is(err, errNotFound) {
-		return 0, status.Errorf(codes.Unknown, "exec in container %q: OCI runtime exec failed: exec: %q: executable file not found in $PATH (fakecri knows: %s)", full, cmd[0], builtinNames())
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = stdin, stdout, stderr
+	sh := mocksh.New(ctx, cfg)
+	defer sh.Close()
+	code, err := sh.Run(cmd)
+	if errors.Is(err, mocksh.ErrNotFound) {
+		return 0, status.Errorf(codes.Unknown, "exec in container %q: OCI runtime exec failed: exec: %q: executable file not found in $PATH (fakecri knows: %s)", full, cmd[0], mocksh.Commands())
 	}
 	return code, err
 }
@@ -126,10 +125,6 @@ func orEmpty(r io.Reader) io.Reader {
 		return bytes.NewReader(nil)
 	}
 	return r
-}
-
-func builtinNames() string {
-	return "sh -c, echo, printf, cat, env, printenv, hostname, pwd, id, date, true, false, sleep, exit, trap, export"
 }
 
 // cappedBuffer keeps the first max bytes and silently drops the rest

@@ -11,18 +11,23 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/mylib/fakecri/mocksh"
 )
 
+// sigKILL is what ends a container for good.
+const sigKILL = int(unix.SIGKILL)
+
 // proc is a container's main "process": one goroutine running the mock
-// shell. Signals reach it through sigs; done is closed after the runtime
+// shell (package mocksh). Signals reach it through sigs; done is closed after the runtime
 // has recorded the exit, so "wait for done" means "status says EXITED".
 type proc struct {
-	sigs chan signalMsg
+	sigs chan mocksh.Signal
 	done chan struct{}
 }
 
 // signal delivers m; false if the process has already exited.
-func (p *proc) signal(m signalMsg) bool {
+func (p *proc) signal(m mocksh.Signal) bool {
 	select {
 	case p.sigs <- m:
 		return true
@@ -61,7 +66,7 @@ func (r *Runtime) startProcess(c *container, sb *sandbox) error {
 		}
 		cio.log = l
 	}
-	p := &proc{sigs: make(chan signalMsg, 16), done: make(chan struct{})}
+	p := &proc{sigs: make(chan mocksh.Signal, 16), done: make(chan struct{})}
 	c.proc, c.io = p, cio
 	c.life, c.lifeCancel = context.WithCancel(r.ctx)
 	c.state, c.startedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, now
@@ -69,23 +74,22 @@ func (r *Runtime) startProcess(c *container, sb *sandbox) error {
 	c.pid = r.nextPid
 
 	sc := c.config.GetLinux().GetSecurityContext()
-	sh := &shell{
-		ctx:      c.life,
-		stdout:   cio.writer(runtimeapi.Stdout),
-		stderr:   cio.writer(runtimeapi.Stderr),
-		env:      &envList{kv: c.env(sb)},
-		files:    newContainerFS(c, sb).read,
-		hostname: sb.hostname(),
-		workDir:  c.workDir(),
-		uid:      sc.GetRunAsUser().GetValue(),
-		gid:      sc.GetRunAsGroup().GetValue(),
-		sigs:     p.sigs,
-		traps:    map[int]trapAction{},
-		now:      r.opts.now,
+	cfg := mocksh.Config{
+		Stdout:   cio.writer(runtimeapi.Stdout),
+		Stderr:   cio.writer(runtimeapi.Stderr),
+		Env:      c.env(sb),
+		ReadFile: newContainerFS(c, sb).read,
+		Hostname: sb.hostname(),
+		WorkDir:  c.workDir(),
+		UID:      sc.GetRunAsUser().GetValue(),
+		GID:      sc.GetRunAsGroup().GetValue(),
+		Signals:  p.sigs,
+		Now:      r.opts.now,
 	}
 	if c.ignoreTerm {
-		sh.traps[int(unix.SIGTERM)] = trapAction{ignore: true}
+		cfg.Ignore = []int{int(unix.SIGTERM)}
 	}
+	sh := mocksh.New(c.life, cfg)
 	argv := c.argv()
 	// An interactive shell (stdin open) waits for input that only attach
 	// could send; the mock attaches output only, so it simply runs on.
@@ -114,22 +118,15 @@ func isShellWithoutScript(argv []string) bool {
 // runMain runs a container command to completion. A command the mock shell
 // does not know (nginx, /pause, a Go server …) is a daemon: it runs until
 // a signal ends it.
-func runMain(sh *shell, argv []string, interactive bool) (int32, string) {
-	var err error
-	var code int32
+func runMain(sh *mocksh.Shell, argv []string, interactive bool) (int32, string) {
 	if len(argv) == 0 || interactive {
-		err = sh.wait(-1)
-	} else {
-		code, err = sh.runArgv(argv)
-		if errors.Is(err, errNotFound) {
-			err = sh.wait(-1)
-		}
+		return sh.Daemon(), sh.ExitReason()
 	}
-	var ex *exitError
-	if errors.As(err, &ex) {
-		code = ex.code
+	code, err := sh.Run(argv)
+	if errors.Is(err, mocksh.ErrNotFound) {
+		code = sh.Daemon()
 	}
-	return code, sh.exitReason
+	return code, sh.ExitReason()
 }
 
 // processExited records the exit. The log is flushed and attach sessions
@@ -159,7 +156,7 @@ func (r *Runtime) processExited(c *container, code int32, reason string) {
 // timeout, then SIGKILL. A zero timeout kills at once. It returns when the
 // exit is recorded, or with the context's error.
 func stopProcess(ctx context.Context, p *proc, timeout time.Duration, stopSignal int) error {
-	if timeout > 0 && p.signal(signalMsg{sig: stopSignal}) {
+	if timeout > 0 && p.signal(mocksh.Signal{Num: stopSignal}) {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
@@ -170,7 +167,7 @@ func stopProcess(ctx context.Context, p *proc, timeout time.Duration, stopSignal
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
-	p.signal(signalMsg{sig: sigKILL})
+	p.signal(mocksh.Signal{Num: sigKILL})
 	select {
 	case <-p.done:
 		return nil

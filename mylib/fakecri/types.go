@@ -201,14 +201,24 @@ func (c *container) workDir() string {
 // env is the process environment: PATH and HOSTNAME first (containerd
 // takes PATH from the image config; our images all use the Debian one),
 // then the config's envs in order.
+// A name set twice keeps its first place and its last value.
 func (c *container) env(sb *sandbox) []string {
-	e := &envList{}
-	e.set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	e.set("HOSTNAME", sb.hostname())
-	for _, kv := range c.config.GetEnvs() {
-		e.set(kv.Key, string(kv.Value))
+	var kv []string
+	set := func(k, v string) {
+		for i, e := range kv {
+			if name, _, _ := strings.Cut(e, "="); name == k {
+				kv[i] = k + "=" + v
+				return
+			}
+		}
+		kv = append(kv, k+"="+v)
 	}
-	return e.list()
+	set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	set("HOSTNAME", sb.hostname())
+	for _, e := range c.config.GetEnvs() {
+		set(e.Key, string(e.Value))
+	}
+	return kv
 }
 
 // argv is the command line: command (the entrypoint) then args.

@@ -1,4 +1,4 @@
-package fakecri
+package mocksh
 
 import (
 	"bytes"
@@ -13,23 +13,19 @@ import (
 func runShell(t *testing.T, stdin string, argv ...string) (int32, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	sh := &shell{
-		ctx:      tctx(t),
-		stdout:   &out,
-		stderr:   &errb,
-		env:      &envList{kv: []string{"HOME=/root", "NAME=world"}},
-		files:    func(string) ([]byte, error) { return nil, errNoSuchFile },
-		hostname: "box",
-		workDir:  "/",
-		traps:    map[int]trapAction{},
-		now:      time.Now,
+	c := Config{
+		Stdout:   &out,
+		Stderr:   &errb,
+		Env:      []string{"HOME=/root", "NAME=world"},
+		Hostname: "box",
+		WorkDir:  "/",
 	}
 	if stdin != "" {
-		cr := newChanReader(strings.NewReader(stdin))
-		defer cr.stop()
-		sh.stdin = cr
+		c.Stdin = strings.NewReader(stdin)
 	}
-	code, err := sh.runArgv(argv)
+	sh := New(t.Context(), c)
+	defer sh.Close()
+	code, err := sh.Run(argv)
 	if err != nil {
 		t.Fatalf("%q: %v", argv, err)
 	}
@@ -119,22 +115,19 @@ func TestShellDirectCommands(t *testing.T) {
 	if code != 4 || out != "from-repl\n" {
 		t.Fatalf("repl: %d %q", code, out)
 	}
-	var sh shell
-	if _, err := sh.runArgv([]string{"nginx"}); !errors.Is(err, errNotFound) {
+	if _, err := New(t.Context(), Config{}).Run([]string{"nginx"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown binary: %v", err)
 	}
 }
 
 func TestShellSignals(t *testing.T) {
-	run := func(script string, sigs ...signalMsg) int32 {
+	run := func(script string, sigs ...Signal) int32 {
 		t.Helper()
-		ch := make(chan signalMsg, len(sigs))
+		ch := make(chan Signal, len(sigs))
 		for _, s := range sigs {
 			ch <- s
 		}
-		sh := &shell{ctx: tctx(t), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, env: &envList{},
-			traps: map[int]trapAction{}, sigs: ch, now: time.Now}
-		code, err := sh.runArgv([]string{"sh", "-c", script})
+		code, err := New(t.Context(), Config{Signals: ch}).Run([]string{"sh", "-c", script})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,17 +137,17 @@ func TestShellSignals(t *testing.T) {
 	cases := []struct {
 		name   string
 		script string
-		sigs   []signalMsg
+		sigs   []Signal
 		want   int32
 	}{
-		{"TERM kills", "sleep 3600", []signalMsg{{sig: 15}}, 143},
-		{"INT kills", "sleep 3600", []signalMsg{{sig: 2}}, 130},
-		{"ignored TERM then KILL", "trap '' TERM; sleep 3600", []signalMsg{{sig: 15}, {sig: 9}}, 137},
-		{"handler", "trap 'exit 9' TERM; sleep 3600", []signalMsg{{sig: 15}}, 9},
-		{"handler resumes", "trap 'echo x' USR1; sleep 0.05; exit 6", []signalMsg{{sig: 10}}, 6},
-		{"reset trap", "trap '' TERM; trap - TERM; sleep 3600", []signalMsg{{sig: 15}}, 143},
-		{"forced exit", "trap '' TERM; sleep 3600", []signalMsg{{exit: &code42}}, 42},
-		{"KILL cannot be trapped", "trap '' KILL; sleep 3600", []signalMsg{{sig: 9}}, 137},
+		{"TERM kills", "sleep 3600", []Signal{{Num: 15}}, 143},
+		{"INT kills", "sleep 3600", []Signal{{Num: 2}}, 130},
+		{"ignored TERM then KILL", "trap '' TERM; sleep 3600", []Signal{{Num: 15}, {Num: 9}}, 137},
+		{"handler", "trap 'exit 9' TERM; sleep 3600", []Signal{{Num: 15}}, 9},
+		{"handler resumes", "trap 'echo x' USR1; sleep 0.05; exit 6", []Signal{{Num: 10}}, 6},
+		{"reset trap", "trap '' TERM; trap - TERM; sleep 3600", []Signal{{Num: 15}}, 143},
+		{"forced exit", "trap '' TERM; sleep 3600", []Signal{{Exit: &code42}}, 42},
+		{"KILL cannot be trapped", "trap '' KILL; sleep 3600", []Signal{{Num: 9}}, 137},
 	}
 	for _, c := range cases {
 		if got := run(c.script, c.sigs...); got != c.want {
@@ -165,9 +158,8 @@ func TestShellSignals(t *testing.T) {
 
 func TestShellContextCancelKills(t *testing.T) {
 	c, cancel := context.WithCancel(context.Background())
-	sh := &shell{ctx: c, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, env: &envList{}, traps: map[int]trapAction{}, now: time.Now}
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	code, err := sh.runArgv([]string{"sh", "-c", "trap '' TERM; sleep 3600"})
+	code, err := New(c, Config{}).Run([]string{"sh", "-c", "trap '' TERM; sleep 3600"})
 	if err != nil || code != 137 {
 		t.Fatalf("got %d %v, want 137", code, err)
 	}

@@ -1,4 +1,4 @@
-package fakecri
+package mocksh
 
 import (
 	"context"
@@ -11,40 +11,43 @@ import (
 	"time"
 )
 
-// The mock shell runs container commands and exec'd commands.
-//
-// Built-in commands (also callable directly, e.g. ["echo","hi"] or
-// ["/bin/cat","/etc/hostname"]):
-//
-//	echo [-n] [-e] ARGS    printf FORMAT ARGS (%s %d %%, \n \t escapes)
-//	cat [FILE...]          no FILE: copy stdin; files: see files.go
-//	env, printenv [NAME]   hostname, pwd, id, date, true, :, false
-//	sleep N|Ns|Nm|infinity exit [N]
-//	trap ACTION SIG...     ACTION '' ignores, '-' resets, else a handler script
-//	NAME=VALUE, export NAME=VALUE
-//	CMD >&2, CMD 2>&1, CMD >/dev/null, CMD 2>/dev/null
-//	sh|bash -c SCRIPT      sh with no -c: a line-by-line REPL on stdin
-//	while LIST; do LIST; done
-//
-// Signals are delivered at blocking points (sleep, reading stdin, waiting
-// forever, each loop iteration) — so a script's first commands (its trap)
-// always run before a signal is looked at, as on a real machine where the
-// shell starts long before the kubelet's StopContainer arrives. Unlike a
-// real PID 1, a signal without a trap terminates the shell at once (exit
-// 128+n) — the behaviour of a well-behaved process, which is what the
-// stop-escalation lessons need. A trap handler runs as soon as the signal
-// arrives.
-//
-// Files: shell_parse.go (grammar), shell.go (interpreter), shell_builtins.go
-// (commands), shell_io.go (signals, waiting, stdin, the REPL).
-
+// SIGKILL cannot be trapped.
 const sigKILL = 9
 
-// signalMsg is what a container process receives.
-type signalMsg struct {
-	sig    int    // unix signal number (ignored when exit is set)
-	exit   *int32 // forced exit from the control API
-	reason string
+// Signal is what a running shell receives on Config.Signals.
+type Signal struct {
+	// Num is the unix signal number (ignored when Exit is set).
+	Num int
+	// Exit forces an exit with this status, whatever the traps (fakecri's
+	// control API: "this container exits now, with this code").
+	Exit *int32
+	// Reason goes with Exit; Shell.ExitReason returns it.
+	Reason string
+}
+
+// Config is the world a shell runs in: its container's streams,
+// environment, files and identity.
+type Config struct {
+	// Stdin is read by cat and the REPL; nil is empty. New starts a
+	// goroutine reading it, which Close releases.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer // nil: discarded
+	// Env is the environment, NAME=VALUE, in the order env prints it.
+	Env []string
+	// ReadFile is what cat FILE reads; nil: no file exists.
+	ReadFile func(name string) ([]byte, error)
+	Hostname string
+	WorkDir  string
+	UID, GID int64
+	// TTY makes the REPL a small line editor with a prompt and echo.
+	TTY bool
+	// Signals delivers signals; nil: none (an exec'd command).
+	Signals <-chan Signal
+	// Ignore lists signals ignored from the start, as if by trap '' SIG
+	// (fakecri's ignore-sigterm annotation).
+	Ignore []int
+	// Now is date's clock; nil: time.Now.
+	Now func() time.Time
 }
 
 // exitError unwinds the interpreter when the shell exits.
@@ -57,8 +60,9 @@ type trapAction struct {
 	handler list
 }
 
-// shell is one running interpreter: a container's main process or an exec.
-type shell struct {
+// Shell is one running interpreter: a container's main process or an
+// exec. It is used by one goroutine at a time.
+type Shell struct {
 	ctx      context.Context
 	stdin    *chanReader // nil: stdin is empty
 	stdout   io.Writer
@@ -69,7 +73,7 @@ type shell struct {
 	workDir  string
 	uid, gid int64
 	tty      bool
-	sigs     <-chan signalMsg // nil for exec processes
+	sigs     <-chan Signal // nil for exec processes
 	traps    map[int]trapAction
 	status   int32
 	blocked  bool // set by wait: lets loops know they did not spin
@@ -79,15 +83,69 @@ type shell struct {
 	now        func() time.Time
 }
 
-// errNotFound is returned for a command the mock does not know.
-var errNotFound = errors.New("command not found")
+// New returns a shell that lives until ctx ends: cancelling ctx kills
+// whatever it runs (exit 137).
+func New(ctx context.Context, c Config) *Shell {
+	sh := &Shell{
+		ctx: ctx, stdout: c.Stdout, stderr: c.Stderr,
+		env:   &envList{kv: append([]string(nil), c.Env...)},
+		files: c.ReadFile, hostname: c.Hostname, workDir: c.WorkDir,
+		uid: c.UID, gid: c.GID, tty: c.TTY, sigs: c.Signals,
+		traps: map[int]trapAction{}, now: c.Now,
+	}
+	if sh.stdout == nil {
+		sh.stdout = io.Discard
+	}
+	if sh.stderr == nil {
+		sh.stderr = io.Discard
+	}
+	if sh.files == nil {
+		sh.files = func(string) ([]byte, error) { return nil, errNoSuchFile }
+	}
+	if sh.now == nil {
+		sh.now = time.Now
+	}
+	for _, n := range c.Ignore {
+		sh.traps[n] = trapAction{ignore: true}
+	}
+	if c.Stdin != nil {
+		sh.stdin = newChanReader(c.Stdin)
+	}
+	return sh
+}
 
-// runArgv runs one argv the way execve would: built-ins and shells run,
-// anything else returns errNotFound so the caller can decide (a daemon for
-// a container's main process, an error for exec).
-func (sh *shell) runArgv(argv []string) (int32, error) {
+// Close releases the goroutine reading Config.Stdin, if it waits to hand
+// over data. (One blocked inside Read ends when the stream is closed.)
+func (sh *Shell) Close() {
+	if sh.stdin != nil {
+		sh.stdin.stop()
+	}
+}
+
+// ExitReason is the Reason of the forced exit (Signal.Exit) that ended the
+// shell, or "".
+func (sh *Shell) ExitReason() string { return sh.exitReason }
+
+// Daemon behaves as a process the shell does not know (nginx, /pause):
+// it runs until a signal without an ignoring trap, or the end of the
+// context, ends it, and returns its exit status.
+func (sh *Shell) Daemon() int32 {
+	code, _ := sh.finish(0, sh.wait(-1))
+	return code
+}
+
+var errNoSuchFile = errors.New("No such file or directory")
+
+// ErrNotFound is what Run returns for an argv that is neither a built-in
+// nor a shell: the caller decides (a daemon for a container's main process,
+// an error for exec).
+var ErrNotFound = errors.New("command not found")
+
+// Run runs one argv the way execve would and returns its exit status:
+// built-ins and shells run, anything else returns ErrNotFound.
+func (sh *Shell) Run(argv []string) (int32, error) {
 	if len(argv) == 0 {
-		return 0, errNotFound
+		return 0, ErrNotFound
 	}
 	name := path.Base(argv[0])
 	switch name {
@@ -95,14 +153,14 @@ func (sh *shell) runArgv(argv []string) (int32, error) {
 		return sh.runShellArgs(name, argv[1:])
 	}
 	if _, ok := builtins[name]; !ok {
-		return 0, errNotFound
+		return 0, ErrNotFound
 	}
 	st, err := sh.call(append([]string{name}, argv[1:]...))
 	return sh.finish(st, err)
 }
 
 // finish converts an exitError into a status.
-func (sh *shell) finish(st int32, err error) (int32, error) {
+func (sh *Shell) finish(st int32, err error) (int32, error) {
 	var ex *exitError
 	if errors.As(err, &ex) {
 		return ex.code, nil
@@ -110,7 +168,7 @@ func (sh *shell) finish(st int32, err error) (int32, error) {
 	return st, err
 }
 
-func (sh *shell) runShellArgs(name string, args []string) (int32, error) {
+func (sh *Shell) runShellArgs(name string, args []string) (int32, error) {
 	if len(args) >= 2 && args[0] == "-c" {
 		l, err := parseScript(args[1])
 		if err != nil {
@@ -126,7 +184,7 @@ func (sh *shell) runShellArgs(name string, args []string) (int32, error) {
 	return 2, nil
 }
 
-func (sh *shell) runList(l list) error {
+func (sh *Shell) runList(l list) error {
 	for _, a := range l {
 		st, err := sh.runNode(a.first)
 		if err != nil {
@@ -145,7 +203,7 @@ func (sh *shell) runList(l list) error {
 	return nil
 }
 
-func (sh *shell) runNode(n node) (int32, error) {
+func (sh *Shell) runNode(n node) (int32, error) {
 	switch n := n.(type) {
 	case whileLoop:
 		var st int32
@@ -202,7 +260,7 @@ func applyRedirects(rs []redirect, stdout, stderr io.Writer) (io.Writer, io.Writ
 	return fds[1], fds[2]
 }
 
-func (sh *shell) expand(w word) string {
+func (sh *Shell) expand(w word) string {
 	var b strings.Builder
 	for _, p := range w {
 		switch {
@@ -221,7 +279,7 @@ func (sh *shell) expand(w word) string {
 }
 
 // assign handles a NAME=VALUE statement.
-func (sh *shell) assign(s string) bool {
+func (sh *Shell) assign(s string) bool {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || !validName(k) {
 		return false
@@ -231,7 +289,7 @@ func (sh *shell) assign(s string) bool {
 }
 
 // call runs one simple command inside the shell.
-func (sh *shell) call(argv []string) (int32, error) {
+func (sh *Shell) call(argv []string) (int32, error) {
 	name := path.Base(argv[0])
 	switch name {
 	case "sh", "bash", "ash", "dash":

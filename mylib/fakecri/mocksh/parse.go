@@ -1,4 +1,4 @@
-package fakecri
+package mocksh
 
 import (
 	"fmt"

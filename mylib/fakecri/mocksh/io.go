@@ -1,4 +1,4 @@
-package fakecri
+package mocksh
 
 import (
 	"bytes"
@@ -11,18 +11,18 @@ import (
 // Signals, waiting, stdin and the interactive REPL of the mock shell.
 
 // handleSignal applies a signal: nil means "keep going".
-func (sh *shell) handleSignal(m signalMsg) error {
-	if m.exit != nil {
-		sh.exitReason = m.reason
-		return &exitError{code: *m.exit}
+func (sh *Shell) handleSignal(m Signal) error {
+	if m.Exit != nil {
+		sh.exitReason = m.Reason
+		return &exitError{code: *m.Exit}
 	}
-	if m.sig == sigKILL {
+	if m.Num == sigKILL {
 		return &exitError{code: 128 + sigKILL}
 	}
-	t, trapped := sh.traps[m.sig]
+	t, trapped := sh.traps[m.Num]
 	switch {
 	case !trapped:
-		return &exitError{code: int32(128 + m.sig)}
+		return &exitError{code: int32(128 + m.Num)}
 	case t.ignore:
 		return nil
 	default:
@@ -36,7 +36,7 @@ func (sh *shell) handleSignal(m signalMsg) error {
 // wait blocks for d (forever if d < 0), handling
 // signals meanwhile. A context cancel (runtime closed, container gone,
 // exec timeout) kills the shell like SIGKILL.
-func (sh *shell) wait(d time.Duration) error {
+func (sh *Shell) wait(d time.Duration) error {
 	sh.blocked = true
 	var timeout <-chan time.Time
 	if d >= 0 {
@@ -59,7 +59,7 @@ func (sh *shell) wait(d time.Duration) error {
 }
 
 // copyStdin copies stdin to stdout until EOF (cat with no arguments).
-func (sh *shell) copyStdin() error {
+func (sh *Shell) copyStdin() error {
 	for {
 		data, eof, err := sh.readStdin()
 		if err != nil {
@@ -74,7 +74,7 @@ func (sh *shell) copyStdin() error {
 
 // readStdin returns the next chunk of stdin, waiting for it while still
 // handling signals.
-func (sh *shell) readStdin() (data []byte, eof bool, err error) {
+func (sh *Shell) readStdin() (data []byte, eof bool, err error) {
 	if sh.stdin == nil || sh.stdin.eof {
 		return nil, true, nil
 	}
@@ -100,7 +100,7 @@ func (sh *shell) readStdin() (data []byte, eof bool, err error) {
 // repl reads commands from stdin, one line at a time. With a TTY it is a
 // small line editor (echo, backspace, Ctrl-C, Ctrl-D) because the client
 // terminal is in raw mode and expects the "pty" to echo.
-func (sh *shell) repl() error {
+func (sh *Shell) repl() error {
 	tty := sh.tty
 	prompt := func() {
 		if tty {
@@ -157,7 +157,7 @@ func (sh *shell) repl() error {
 	}
 }
 
-func (sh *shell) runLine(s string) error {
+func (sh *Shell) runLine(s string) error {
 	l, err := parseScript(s)
 	if err != nil {
 		fmt.Fprintf(sh.stderr, "sh: %v\n", err)

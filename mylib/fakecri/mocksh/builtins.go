@@ -1,4 +1,4 @@
-package fakecri
+package mocksh
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The built-in commands of the mock shell (see shell.go for the list).
+// The built-in commands (the package doc lists them).
 
-type builtin func(sh *shell, args []string) (int32, error)
+type builtin func(sh *Shell, args []string) (int32, error)
 
 var builtins map[string]builtin
 
@@ -26,19 +26,19 @@ func init() {
 		"cat":      biCat,
 		"env":      biEnv,
 		"printenv": biPrintenv,
-		"hostname": func(sh *shell, _ []string) (int32, error) { fmt.Fprintln(sh.stdout, sh.hostname); return 0, nil },
-		"pwd":      func(sh *shell, _ []string) (int32, error) { fmt.Fprintln(sh.stdout, sh.workDir); return 0, nil },
-		"id": func(sh *shell, _ []string) (int32, error) {
+		"hostname": func(sh *Shell, _ []string) (int32, error) { fmt.Fprintln(sh.stdout, sh.hostname); return 0, nil },
+		"pwd":      func(sh *Shell, _ []string) (int32, error) { fmt.Fprintln(sh.stdout, sh.workDir); return 0, nil },
+		"id": func(sh *Shell, _ []string) (int32, error) {
 			fmt.Fprintf(sh.stdout, "uid=%d gid=%d\n", sh.uid, sh.gid)
 			return 0, nil
 		},
-		"date": func(sh *shell, _ []string) (int32, error) {
+		"date": func(sh *Shell, _ []string) (int32, error) {
 			fmt.Fprintln(sh.stdout, sh.now().UTC().Format(time.UnixDate))
 			return 0, nil
 		},
-		"true":   func(*shell, []string) (int32, error) { return 0, nil },
-		":":      func(*shell, []string) (int32, error) { return 0, nil },
-		"false":  func(*shell, []string) (int32, error) { return 1, nil },
+		"true":   func(*Shell, []string) (int32, error) { return 0, nil },
+		":":      func(*Shell, []string) (int32, error) { return 0, nil },
+		"false":  func(*Shell, []string) (int32, error) { return 1, nil },
 		"exit":   biExit,
 		"sleep":  biSleep,
 		"trap":   biTrap,
@@ -46,7 +46,13 @@ func init() {
 	}
 }
 
-func biEcho(sh *shell, args []string) (int32, error) {
+// Commands names what the shell can run, for an error message that tells
+// the user what the mock knows.
+func Commands() string {
+	return "sh -c, echo, printf, cat, env, printenv, hostname, pwd, id, date, true, false, sleep, exit, trap, export"
+}
+
+func biEcho(sh *Shell, args []string) (int32, error) {
 	newline, escapes := true, false
 	for len(args) > 0 && (args[0] == "-n" || args[0] == "-e" || args[0] == "-ne" || args[0] == "-en") {
 		newline = newline && !strings.Contains(args[0], "n")
@@ -64,7 +70,7 @@ func biEcho(sh *shell, args []string) (int32, error) {
 	return 0, nil
 }
 
-func biPrintf(sh *shell, args []string) (int32, error) {
+func biPrintf(sh *Shell, args []string) (int32, error) {
 	if len(args) == 0 {
 		fmt.Fprintln(sh.stderr, "printf: usage: printf FORMAT [ARGUMENT]...")
 		return 1, nil
@@ -100,7 +106,7 @@ func unescape(s string) string {
 	return r.Replace(s)
 }
 
-func biCat(sh *shell, args []string) (int32, error) {
+func biCat(sh *Shell, args []string) (int32, error) {
 	if len(args) == 0 || (len(args) == 1 && args[0] == "-") {
 		return 0, sh.copyStdin()
 	}
@@ -117,14 +123,14 @@ func biCat(sh *shell, args []string) (int32, error) {
 	return st, nil
 }
 
-func biEnv(sh *shell, _ []string) (int32, error) {
+func biEnv(sh *Shell, _ []string) (int32, error) {
 	for _, kv := range sh.env.list() {
 		fmt.Fprintln(sh.stdout, kv)
 	}
 	return 0, nil
 }
 
-func biPrintenv(sh *shell, args []string) (int32, error) {
+func biPrintenv(sh *Shell, args []string) (int32, error) {
 	if len(args) == 0 {
 		return biEnv(sh, nil)
 	}
@@ -140,14 +146,14 @@ func biPrintenv(sh *shell, args []string) (int32, error) {
 	return st, nil
 }
 
-func biExport(sh *shell, args []string) (int32, error) {
+func biExport(sh *Shell, args []string) (int32, error) {
 	for _, a := range args {
 		sh.assign(a)
 	}
 	return 0, nil
 }
 
-func biExit(sh *shell, args []string) (int32, error) {
+func biExit(sh *Shell, args []string) (int32, error) {
 	code := sh.status
 	if len(args) > 0 {
 		n, err := strconv.Atoi(args[0])
@@ -184,7 +190,7 @@ func parseSleep(s string) (time.Duration, error) {
 	return time.Duration(f * float64(unit)), nil
 }
 
-func biSleep(sh *shell, args []string) (int32, error) {
+func biSleep(sh *Shell, args []string) (int32, error) {
 	if len(args) == 0 {
 		fmt.Fprintln(sh.stderr, "sleep: missing operand")
 		return 1, nil
@@ -205,8 +211,9 @@ func biSleep(sh *shell, args []string) (int32, error) {
 	return 0, sh.wait(total)
 }
 
-// parseSignal accepts TERM, SIGTERM, term or 15.
-func parseSignal(s string) (int, bool) {
+// ParseSignal accepts TERM, SIGTERM, term or 15 and returns the unix
+// signal number.
+func ParseSignal(s string) (int, bool) {
 	up := strings.TrimPrefix(strings.ToUpper(s), "SIG")
 	if n, err := strconv.Atoi(up); err == nil {
 		return n, n > 0 && n < 65
@@ -217,7 +224,7 @@ func parseSignal(s string) (int, bool) {
 	return 0, false
 }
 
-func biTrap(sh *shell, args []string) (int32, error) {
+func biTrap(sh *Shell, args []string) (int32, error) {
 	if len(args) < 2 {
 		fmt.Fprintln(sh.stderr, "trap: usage: trap ACTION SIGNAL...")
 		return 1, nil
@@ -237,7 +244,7 @@ func biTrap(sh *shell, args []string) (int32, error) {
 	}
 	var st int32
 	for _, s := range args[1:] {
-		n, ok := parseSignal(s)
+		n, ok := ParseSignal(s)
 		if !ok || n == sigKILL {
 			fmt.Fprintf(sh.stderr, "trap: %s: bad signal\n", s)
 			st = 1
