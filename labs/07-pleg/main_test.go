@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,8 +18,12 @@ import (
 	"go.uber.org/goleak"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/labs/07-pleg/plegview"
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/runtime"
 	"kubelet-labs/mylib/fakecri"
 )
 
@@ -33,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 func opts() options {
-	return options{relistPeriod: 200 * time.Millisecond, relistThreshold: 3 * time.Minute, steps: true, live: true}
+	return options{runtime: labruntime.Flags{Kind: labruntime.Mock}, relistPeriod: 200 * time.Millisecond, relistThreshold: 3 * time.Minute, steps: true, live: true}
 }
 
 // TestRelistStepByStep: the four relists print the diff and the events a
@@ -43,7 +49,7 @@ func TestRelistStepByStep(t *testing.T) {
 	o := opts()
 	o.live = false
 	out := &testenv.SyncBuffer{}
-	if err := run(context.Background(), o, out, nil); err != nil {
+	if err := run(context.Background(), o, labenv.NewPrinter(out), nil); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	s := out.String()
@@ -93,32 +99,16 @@ func TestLiveEvents(t *testing.T) {
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
 	o := opts()
 	o.steps = false
-	out := &testenv.SyncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	live := make(chan *mock, 1)
-	go func() { errc <- run(ctx, o, out, func(m *mock) { live <- m }) }()
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		t.Logf("lab output:\n%s", out)
-	}()
-	var m *mock
-	select {
-	case m = <-live:
-	case err := <-errc:
-		errc <- err
-		t.Fatalf("run ended early: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the live part did not start")
-	}
+	lab := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*plegview.Mock)) error {
+		return run(ctx, o, labenv.NewPrinter(out), onReady)
+	})
+	m, out := lab.L, lab.Out
 	waitFor(t, out, `ContainerStarted\s+lab07/web nginx`)
 	waitFor(t, out, `ContainerStarted\s+lab07/web sidecar`)
 	waitFor(t, out, `ContainerStarted\s+lab07/web sandbox`)
 
-	c, err := cri.Dial(ctx, m.endpoint)
+	ctx := context.Background()
+	c, err := cri.Dial(ctx, m.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +122,7 @@ func TestLiveEvents(t *testing.T) {
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Logf("curl is not installed (CI installs it): making the container exit through the control client instead")
-		if err := fakecri.NewControlClient(m.control).SetContainerExited(ctx, nginx, 137, "OOMKilled"); err != nil {
+		if err := fakecri.NewControlClient(m.Control).SetContainerExited(ctx, nginx, 137, "OOMKilled"); err != nil {
 			t.Fatal(err)
 		}
 	} else if b, err := exec.Command("sh", "-c", curl[1]).CombinedOutput(); err != nil {
@@ -151,15 +141,31 @@ func TestLiveEvents(t *testing.T) {
 
 	// crictl create + start with the files the guide names.
 	sb := sandboxID(t, c)
-	podCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "lab07"}}
-	extraCfg := readContainerJSON(t, filepath.Join(m.dir, "extra.json"))
+	podCfg := readJSON(t, filepath.Join(m.Dir, "sandbox.json"), &runtimeapi.PodSandboxConfig{})
+	extraCfg := readJSON(t, filepath.Join(m.Dir, "extra.json"), &runtimeapi.ContainerConfig{})
+	if extraCfg.Metadata.GetName() != "extra" || podCfg.Metadata.GetName() != "web" {
+		t.Fatalf("extra.json %+v, sandbox.json %+v", extraCfg, podCfg)
+	}
+	// The PLEG files a container under the pod its pod-UID label names:
+	// extra.json must name the demo pod's, or the PLEG would see a second,
+	// phantom pod of the same name.
+	if uid := extraCfg.Labels[cri.LabelPodUID]; uid == "" || uid != podCfg.Metadata.GetUid() {
+		t.Fatalf("extra.json's %s is %q, the demo pod's UID is %q", cri.LabelPodUID, uid, podCfg.Metadata.GetUid())
+	}
 	id, err := c.StartContainer(ctx, sb, podCfg, extraCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, `ContainerStarted\s+lab07/web extra`)
-	if !strings.Contains(out.String(), id[:13]) {
-		t.Errorf("the event does not name the container %.13s", id)
+	waitFor(t, out, `ContainerStarted\s+lab07/web extra\s+`+id[:13])
+	pods, err := runtime.New(c).GetPods(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 || len(pods[0].Containers) != 2 || string(pods[0].ID) != podCfg.Metadata.GetUid() {
+		for _, p := range pods {
+			t.Logf("pod %s/%s uid %q: %d containers", p.Namespace, p.Name, p.ID, len(p.Containers))
+		}
+		t.Fatalf("want one pod (uid %s) with sidecar and extra", podCfg.Metadata.GetUid())
 	}
 }
 
@@ -168,15 +174,16 @@ func TestBadInput(t *testing.T) {
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
 	for name, edit := range map[string]func(*options){
 		"threshold below period": func(o *options) { o.relistThreshold = o.relistPeriod / 2 },
-		"no such socket":         func(o *options) { o.criEndpoint = "unix:///nonexistent/cri.sock" },
-		"not a mock":             func(o *options) { o.criEndpoint = "unix://" + startBareSocket(t) },
+		"no such socket":         func(o *options) { o.runtime.Endpoint = "unix:///nonexistent/cri.sock" },
+		"not a mock":             func(o *options) { o.runtime.Endpoint = "unix://" + startBareSocket(t) },
+		"containerd":             func(o *options) { o.runtime.Kind = labruntime.Containerd },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := opts()
 			edit(&o)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err := run(ctx, o, &testenv.SyncBuffer{}, nil)
+			err := run(ctx, o, labenv.NewPrinter(io.Discard), nil)
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("run = %v, want a clear error", err)
 			}
@@ -194,16 +201,17 @@ func TestWatchAnotherMock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	srv, err := fakecri.Start(filepath.Join(dir, "mockcri.sock"))
+	// lab 06's mock has the course's images, as our containerd does
+	srv, err := fakecri.Start(filepath.Join(dir, "mockcri.sock"), fakecri.WithImages(labruntime.BusyboxImage))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
 	o := opts()
 	o.live = false
-	o.criEndpoint = srv.Endpoint()
+	o.runtime.Endpoint = srv.Endpoint()
 	out := &testenv.SyncBuffer{}
-	if err := run(context.Background(), o, out, nil); err != nil {
+	if err := run(context.Background(), o, labenv.NewPrinter(out), nil); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if !strings.Contains(out.String(), "a mock CRI runtime started by someone else") || !strings.Contains(out.String(), "events sent: ContainerDied(") {
@@ -211,16 +219,10 @@ func TestWatchAnotherMock(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, out *testenv.SyncBuffer, pattern string) {
+func waitFor(t *testing.T, out *testenv.Lines, pattern string) {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	deadline := time.Now().Add(30 * time.Second)
-	for !re.MatchString(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q within 30s:\n%s", pattern, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.PollTrue(t, fmt.Sprintf("%q in the output:\n%s", pattern, out), 30*time.Second, func() bool { return re.MatchString(out.String()) })
 }
 
 func containerID(t *testing.T, c *cri.Client, name string) string {
@@ -250,22 +252,18 @@ func countOf(list []string, s string) (n int) {
 	return n
 }
 
-// readContainerJSON reads a request file as crictl does: JSON in the CRI's
-// field names.
-func readContainerJSON(t *testing.T, path string) *runtimeapi.ContainerConfig {
+// readJSON reads a request file as crictl does: JSON in the CRI's field
+// names.
+func readJSON[T any](t *testing.T, path string, v *T) *T {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg runtimeapi.ContainerConfig
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if cfg.Metadata.GetName() != "extra" || cfg.Labels[cri.LabelPodName] != "web" {
-		t.Fatalf("%s: %+v", path, &cfg)
-	}
-	return &cfg
+	return v
 }
 
 // startBareSocket listens on a unix socket that is not our mock.

@@ -1,9 +1,14 @@
-package main
+// Package plegview makes the kubelet's PLEG visible for lab 07: the pod
+// cache with its two writes printed (Cache), what one relist compared, in
+// the PLEG's own four states (Differ), one line per live event (Event), and
+// the mock runtime the lab watches with the commands that make the PLEG
+// speak from a second terminal (Mock, Guide). The PLEG itself is the
+// kubelet's, imported; nothing here changes what it does.
+package plegview
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -12,49 +17,41 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
-	"k8s.io/utils/clock"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/mycore/runtime"
 )
 
-// printer keeps lines whole: the PLEG goroutine and ours both print.
-type printer struct {
-	mu sync.Mutex
-	w  io.Writer
-}
+// Stamp is the wall-clock (or fake-clock) time of a line, to the millisecond.
+func Stamp(t time.Time) string { return t.Format("15:04:05.000") }
 
-func newPrinter(w io.Writer) *printer { return &printer{w: w} }
+// Section prints a part's title.
+func Section(out *labenv.Printer, title string) { out.Printf("\n== %s ==", title) }
 
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format+"\n", args...)
-}
-
-func (p *printer) section(title string) { p.printf("\n== %s ==", title) }
-
-func stamp(t time.Time) string { return t.Format("15:04:05.000") }
-
-// observedCache is the kubelet's pod cache (kubecontainer.NewCache) with
-// its two writes made visible: Set, the status of one pod the PLEG
-// re-inspected, and UpdateTime, "every pod is known up to this time". A pod
-// worker's GetNewerThan(uid, t) returns once either is newer than t.
-type observedCache struct {
+// Cache is the kubelet's pod cache (kubecontainer.NewCache) with its two
+// writes made visible: Set, the status of one pod the PLEG re-inspected,
+// and UpdateTime, "every pod is known up to this time". A pod worker's
+// GetNewerThan(uid, t) returns once either is newer than t.
+type Cache struct {
 	kubecontainer.Cache
-	out   *printer
-	clock clock.Clock
-	quiet bool
+	out *labenv.Printer
+	// Quiet stops printing the writes (live: the event lines say which
+	// cache entry they follow).
+	Quiet bool
 
 	mu    sync.Mutex
 	names map[string]string       // container or sandbox ID → "ns/pod container"
 	set   map[types.UID]time.Time // last Set per pod
 }
 
-func observe(c kubecontainer.Cache, out *printer, clk clock.Clock) *observedCache {
-	return &observedCache{Cache: c, out: out, clock: clk, names: map[string]string{}, set: map[types.UID]time.Time{}}
+// Observe wraps c.
+func Observe(c kubecontainer.Cache, out *labenv.Printer) *Cache {
+	return &Cache{Cache: c, out: out, names: map[string]string{}, set: map[types.UID]time.Time{}}
 }
 
-func (c *observedCache) Set(uid types.UID, st *kubecontainer.PodStatus, err error, t time.Time) bool {
+// Set is the PLEG writing one pod's status, stamped with the time of the
+// list it came from.
+func (c *Cache) Set(uid types.UID, st *kubecontainer.PodStatus, err error, t time.Time) bool {
 	updated := c.Cache.Set(uid, st, err, t)
 	c.mu.Lock()
 	c.set[uid] = t
@@ -67,24 +64,25 @@ func (c *observedCache) Set(uid types.UID, st *kubecontainer.PodStatus, err erro
 		}
 	}
 	c.mu.Unlock()
-	if !c.quiet {
+	if !c.Quiet {
 		what := "err " + fmt.Sprint(err)
 		if st != nil {
 			what = fmt.Sprintf("%s/%s: %d sandbox(es), %d container(s)", st.Namespace, st.Name, len(st.SandboxStatuses), len(st.ContainerStatuses))
 		}
-		c.out.printf("    cache.Set(%s) with the list's time %s", what, stamp(t))
+		c.out.Printf("    cache.Set(%s) with the list's time %s", what, Stamp(t))
 	}
 	return updated
 }
 
-func (c *observedCache) UpdateTime(t time.Time) {
+// UpdateTime is the PLEG's last write of a relist.
+func (c *Cache) UpdateTime(t time.Time) {
 	c.Cache.UpdateTime(t)
-	if !c.quiet {
-		c.out.printf("    cache.UpdateTime(%s): every pod's status is now known up to the relist's start", stamp(t))
+	if !c.Quiet {
+		c.out.Printf("    cache.UpdateTime(%s): every pod's status is now known up to the relist's start", Stamp(t))
 	}
 }
 
-func (c *observedCache) name(id string) string {
+func (c *Cache) name(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n, ok := c.names[id]; ok {
@@ -93,26 +91,26 @@ func (c *observedCache) name(id string) string {
 	return "?"
 }
 
-func (c *observedCache) lastSet(uid types.UID) time.Time {
+func (c *Cache) lastSet(uid types.UID) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.set[uid]
 }
 
-// event prints one live PLEG event with the cache entry it follows: the
+// Event prints one live PLEG event with the cache entry it follows: the
 // PLEG writes the pod's status first, then sends the event, so a pod
 // worker woken by it finds the new status in the cache.
-func (p *printer) event(ev *pleg.PodLifecycleEvent, cache *observedCache) {
+func (c *Cache) Event(ev *pleg.PodLifecycleEvent) {
 	id, _ := ev.Data.(string)
-	p.printf("%s  %-16s %-22s %.13s  (cache: status of %s)", stamp(time.Now()), ev.Type, cache.name(id), id, stamp(cache.lastSet(ev.ID)))
+	c.out.Printf("%s  %-16s %-22s %.13s  (cache: status of %s)", Stamp(time.Now()), ev.Type, c.name(id), id, Stamp(c.lastSet(ev.ID)))
 }
 
-// differ shows what one relist compares: each container's state in the
+// Differ shows what one relist compares: each container's state in the
 // previous list and in this one, in the PLEG's four words (convertState,
 // pkg/kubelet/pleg/generic.go:102-116), and the events that came out.
-type differ struct {
+type Differ struct {
 	rt     *runtime.Runtime
-	out    *printer
+	out    *labenv.Printer
 	events chan *pleg.PodLifecycleEvent
 	prev   map[string]row
 }
@@ -122,13 +120,16 @@ type row struct {
 	state     string
 }
 
-func newDiffer(rt *runtime.Runtime, out *printer, events chan *pleg.PodLifecycleEvent) *differ {
-	return &differ{rt: rt, out: out, events: events, prev: map[string]row{}}
+// NewDiffer reads the same runtime as the PLEG and drains its events.
+func NewDiffer(rt *runtime.Runtime, out *labenv.Printer, events chan *pleg.PodLifecycleEvent) *Differ {
+	return &Differ{rt: rt, out: out, events: events, prev: map[string]row{}}
 }
 
-func (d *differ) relist(ctx context.Context, g *pleg.GenericPLEG, title string) {
-	d.out.printf("\n%s", title)
-	d.out.printf("  Relist(): GetPods(all) over CRI, diff with the last list, GetPodStatus of changed pods")
+// Relist calls the PLEG's Relist() once and prints the table of what it
+// compared and the events it sent.
+func (d *Differ) Relist(ctx context.Context, g *pleg.GenericPLEG, title string) {
+	d.out.Printf("\n%s", title)
+	d.out.Printf("  Relist(): GetPods(all) over CRI, diff with the last list, GetPodStatus of changed pods")
 	g.Relist()
 	now := d.snapshot(ctx)
 
@@ -148,9 +149,9 @@ func (d *differ) relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 		return a.pod+a.name < b.pod+b.name
 	})
 	if len(sorted) == 0 {
-		d.out.printf("  (the runtime has no pods)")
+		d.out.Printf("  (the runtime has no pods)")
 	} else {
-		d.out.printf("  %-12s %-10s %-15s %-13s %s", "pod", "container", "id", "last relist", "this relist")
+		d.out.Printf("  %-12s %-10s %-15s %-13s %s", "pod", "container", "id", "last relist", "this relist")
 	}
 	for _, id := range sorted {
 		r := rowOf(id, d.prev, now)
@@ -159,7 +160,7 @@ func (d *differ) relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 		if old != cur {
 			mark = "  <- changed"
 		}
-		d.out.printf("  %-12s %-10s %-15.13s %-13s %s%s", r.pod, r.name, id, old, cur, mark)
+		d.out.Printf("  %-12s %-10s %-15.13s %-13s %s%s", r.pod, r.name, id, old, cur, mark)
 	}
 	var got []string
 	for len(d.events) > 0 {
@@ -170,7 +171,7 @@ func (d *differ) relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 	if len(got) == 0 {
 		got = []string{"none"}
 	}
-	d.out.printf("  events sent: %s", strings.Join(got, ", "))
+	d.out.Printf("  events sent: %s", strings.Join(got, ", "))
 	d.prev = now
 }
 
@@ -186,11 +187,11 @@ func rowOf(id string, lists ...map[string]row) row {
 }
 
 // snapshot is the list the PLEG just saw, in its own words.
-func (d *differ) snapshot(ctx context.Context) map[string]row {
+func (d *Differ) snapshot(ctx context.Context) map[string]row {
 	rows := map[string]row{}
 	pods, err := d.rt.GetPods(ctx, true)
 	if err != nil {
-		d.out.printf("  GetPods: %v", err)
+		d.out.Printf("  GetPods: %v", err)
 		return rows
 	}
 	for _, p := range pods {
