@@ -16,20 +16,17 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/state"
+	"kubelet-labs/labs/01-fake-node/nodewatch"
+	"kubelet-labs/labs/01-fake-node/servingcsr"
 	"kubelet-labs/mylib/fakenode"
 )
 
@@ -51,28 +48,36 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.nodeName, "node-name", "fake-node-1", "name of the Node (and of its certificate, system:node:NAME)")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster, as kubectl uses it (default $KUBECONFIG — a file or a list — else the state folder's admin.kubeconfig): checks the cluster answers, approves the serving CSR, and bootstraps the node unless --bootstrap-kubeconfig is given")
-	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials the kubelet uses once for its TLS bootstrap, as a real kubelet's --bootstrap-kubeconfig: e.g. lab 03's bootstrap-token kubeconfig (the state folder's bootstrap/bootstrap-kubelet.kubeconfig); default: the --kubeconfig credentials")
-	flag.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
-	flag.StringVar(&o.address, "address", fakenode.DefaultAddress, "address the kubelet server listens on: all addresses, like a real kubelet (TLS, authenticated clients, webhook authorization, no anonymous access); 127.0.0.1 keeps it on loopback, and then kubectl logs/exec cannot reach it")
-	flag.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
-	flag.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: the kubelet detects the host's address; loopback is refused)")
-	flag.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
-	flag.IntVar(&o.maxPods, "max-pods", 110, "pods this node accepts")
-	flag.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
-	flag.StringVar(&o.memory, "memory", "8Gi", "memory of the fake machine")
-	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "give up if the node is not Ready by then")
-	flag.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the --kubeconfig credentials (needed for kubectl logs/exec)")
-	flag.Parse()
-	if err := run(o); err != nil {
-		labenv.Fatal(err)
-	}
+	labenv.Main(labenv.Lab{
+		Name: "01-fake-node",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.nodeName, "node-name", "fake-node-1", "name of the Node (and of its certificate, system:node:NAME)")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster, as kubectl uses it (default $KUBECONFIG — a file or a list — else the state folder's admin.kubeconfig): checks the cluster answers, approves the serving CSR, and bootstraps the node unless --bootstrap-kubeconfig is given")
+			fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials the kubelet uses once for its TLS bootstrap, as a real kubelet's --bootstrap-kubeconfig: e.g. lab 03's bootstrap-token kubeconfig (the state folder's bootstrap/bootstrap-kubelet.kubeconfig); default: the --kubeconfig credentials")
+			fs.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
+			fs.StringVar(&o.address, "address", fakenode.DefaultAddress, "address the kubelet server listens on: all addresses, like a real kubelet (TLS, authenticated clients, webhook authorization, no anonymous access); 127.0.0.1 keeps it on loopback, and then kubectl logs/exec cannot reach it")
+			fs.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
+			fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: the kubelet detects the host's address; loopback is refused)")
+			fs.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
+			fs.IntVar(&o.maxPods, "max-pods", 110, "pods this node accepts")
+			fs.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
+			fs.StringVar(&o.memory, "memory", "8Gi", "memory of the fake machine")
+			fs.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "give up if the node is not Ready by then")
+			fs.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the --kubeconfig credentials (needed for kubectl logs/exec)")
+		},
+		Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
+	})
 }
 
-func run(o options) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run starts the node and follows it until Ctrl-C. The real kubelet has no
+// way to stop (upstream runs it until the process ends), so its goroutines
+// end with the program; ours — the serving CSR approver, the watches —
+// are stopped and waited for before run returns.
+func run(ctx context.Context, o options, out *labenv.Printer) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: it ends our goroutines
 
 	// Checked before the name becomes a folder in the state folder.
 	if err := labenv.CheckNodeName(o.nodeName); err != nil {
@@ -107,12 +112,15 @@ func run(o options) error {
 			return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
 		}
 	}
-	dir, err := state.Ensure("nodes", o.nodeName)
+	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return err
 	}
+	// The kubelet's own log (klog, thousands of lines) goes to a file, so
+	// the terminal shows only what the lab teaches. Not restored: the
+	// kubelet logs until the process ends.
 	logFile := filepath.Join(dir, "kubelet.log")
-	if err := logToFile(logFile); err != nil {
+	if _, err := labenv.KlogToFile(logFile); err != nil {
 		return err
 	}
 	defer klog.Flush()
@@ -127,6 +135,7 @@ func run(o options) error {
 	}
 	defer removeBootstrap()
 
+	// The real kubelet, in this process, on our mock CRI.
 	start := time.Now()
 	node, err := fakenode.Start(ctx, fakenode.Config{
 		NodeName: o.nodeName, Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig, CRIEndpoint: o.criEndpoint,
@@ -141,54 +150,54 @@ func run(o options) error {
 	if node.CRI() != nil {
 		runtime = node.CRI().Endpoint() + " (our mock CRI)"
 	}
-	fmt.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s\n  server      https://%s%s\n",
+	out.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s\n  server      https://%s%s",
 		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address))
 
+	// Its serving certificate needs someone to approve it: we do, as admin.
 	if o.approveServe {
-		go approveServingCSRs(ctx, cluster, o.nodeName)
+		wg.Go(func() { servingcsr.Approve(ctx, cluster, o.nodeName, out) })
 	}
 
-	w := &watcher{nodeName: o.nodeName, start: start}
+	// TLS bootstrap → Node registered → Ready, as seen from outside.
+	w := nodewatch.New(out, o.nodeName, start)
 	ready := make(chan error, 1)
-	go func() { ready <- w.waitReady(ctx, cfg, o.readyTimeout) }()
-
+	wg.Go(func() { ready <- w.WaitReady(ctx, cfg, o.readyTimeout) })
 	select {
 	case err := <-ready:
 		if ctx.Err() != nil {
-			return stopped(o.nodeName) // Ctrl-C before the node was Ready
+			return stopped(out, o.nodeName) // Ctrl-C before the node was Ready
 		}
 		if err != nil {
 			return fmt.Errorf("%w (kubelet log: %s)", err, logFile)
 		}
 	case err := <-node.Err():
 		if ctx.Err() != nil {
-			return stopped(o.nodeName)
+			return stopped(out, o.nodeName)
 		}
 		return kubeletFailed(err, logFile)
 	}
 
 	removeBootstrap() // used once: the node has its own certificate now
-	fmt.Printf("\npods bound to %s appear below; try:\n  kubectl apply -f yaml/nginx.yaml\n  kubectl get pods -o wide\n  kubectl logs nginx\n  kubectl exec nginx -- echo hi\n  kubectl delete -f yaml/nginx.yaml\nPress Ctrl-C to stop the node.\n\n", o.nodeName)
-	client, err := nodeClient(cfg)
-	if err != nil {
-		return err
-	}
-	go w.watchPods(ctx, client)
+	out.Printf("\npods bound to %s appear below; try:\n  kubectl apply -f yaml/nginx.yaml\n  kubectl get pods -o wide\n  kubectl logs nginx\n  kubectl exec nginx -- echo hi\n  kubectl delete -f yaml/nginx.yaml\nPress Ctrl-C to stop the node.\n", o.nodeName)
+	watchErr := make(chan error, 1)
+	wg.Go(func() { watchErr <- w.WatchPods(ctx, cfg) })
 
 	select {
 	case <-ctx.Done():
-		return stopped(o.nodeName)
+		return stopped(out, o.nodeName)
+	case err := <-watchErr:
+		return err // the node's kubeconfig is unreadable; nil only after ctx ended
 	case err := <-node.Err():
 		if ctx.Err() != nil {
-			return stopped(o.nodeName)
+			return stopped(out, o.nodeName)
 		}
 		return kubeletFailed(err, logFile)
 	}
 }
 
 // stopped is a clean end on Ctrl-C (or SIGTERM), at any moment: exit 0.
-func stopped(nodeName string) error {
-	fmt.Printf("\nstopping %s. If it registered, the Node object stays and turns NotReady after the grace period; remove it with: kubectl delete node %s\n", nodeName, nodeName)
+func stopped(out *labenv.Printer, nodeName string) error {
+	out.Printf("\nstopping %s. If it registered, the Node object stays and turns NotReady after the grace period; remove it with: kubectl delete node %s", nodeName, nodeName)
 	return nil
 }
 
@@ -224,28 +233,6 @@ func kubeletFailed(err error, logFile string) error {
 	return fmt.Errorf("the kubelet exited: %w (kubelet log: %s)", err, logFile)
 }
 
-// nodeClient uses the node's own credentials, written by the TLS bootstrap.
-func nodeClient(cfg fakenode.Config) (kubernetes.Interface, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig())
-	if err != nil {
-		return nil, err
-	}
-	return kubernetes.NewForConfig(rc)
-}
-
-// logToFile sends the kubelet's klog output (thousands of lines) to a file,
-// so the terminal shows only what the lab teaches.
-func logToFile(path string) error {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "log_file": path, "one_output": "true", "stderrthreshold": "FATAL"} {
-		if err := fs.Set(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // listenNote says what the listen address means for kubectl logs/exec.
 func listenNote(address string) string {
 	if ip := net.ParseIP(address); ip != nil && ip.IsLoopback() {
@@ -255,17 +242,6 @@ func listenNote(address string) string {
 		return " (all addresses, like a real kubelet)"
 	}
 	return ""
-}
-
-// reachableAt is where the apiserver connects for logs and exec: the
-// node's InternalIP (--kubelet-preferred-address-types) and its port.
-func reachableAt(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return net.JoinHostPort(a.Address, fmt.Sprint(n.Status.DaemonEndpoints.KubeletEndpoint.Port))
-		}
-	}
-	return "(no InternalIP)"
 }
 
 func freePort(address string) (int, error) {

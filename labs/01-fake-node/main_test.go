@@ -22,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -32,6 +31,7 @@ import (
 	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/labs/01-fake-node/nodewatch"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -102,21 +102,15 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 
 	// The Lease is renewed: every 5 s with --lease-duration=20s.
 	var lease *coordinationv1.Lease
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "the node's Lease", 30*time.Second, func() bool {
 		lease, err = admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
-		return err == nil, nil
+		return err == nil
 	})
-	if err != nil {
-		t.Fatalf("no Lease for the node: %v", err)
-	}
 	first := lease.Spec.RenewTime.Time
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, false, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "the Lease renewed after "+first.Format("15:04:05.000"), 30*time.Second, func() bool {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
-		return err == nil && l.Spec.RenewTime.After(first), nil
+		return err == nil && l.Spec.RenewTime.After(first)
 	})
-	if err != nil {
-		t.Errorf("the lease was not renewed within 30s (renewTime %s)", first)
-	}
 	if *lease.Spec.HolderIdentity != name || *lease.Spec.LeaseDurationSeconds != 20 {
 		t.Errorf("lease holder %q duration %d", *lease.Spec.HolderIdentity, *lease.Spec.LeaseDurationSeconds)
 	}
@@ -127,20 +121,23 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(t, admin, "default", pod.Name, corev1.PodRunning)
+	testenv.PollTrue(t, "pod nginx Running", 2*time.Minute, func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
 
 	// kubectl logs and exec: apiserver → the kubelet at the node's
 	// InternalIP (it listens on all addresses by default) → the mock CRI.
 	// The kubelet's serving certificate must be issued first.
 	p.WaitFor(t, "approved serving CSR", time.Minute)
-	var logs, errOut string
-	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	var logs string
+	testenv.PollTrue(t, "kubectl logs nginx to answer", 30*time.Second, func() bool {
 		var code int
-		logs, errOut, code = testenv.Kubectl(t, "", "logs", pod.Name)
-		return code == 0 && logs != "", nil
+		logs, _, code = testenv.Kubectl(t, "", "logs", pod.Name)
+		return code == 0 && logs != ""
 	})
 	if want := "hello from nginx on " + name + "\n"; logs != want {
-		t.Errorf("kubectl logs nginx = %q (%s), want %q", logs, errOut, want)
+		t.Errorf("kubectl logs nginx = %q, want %q", logs, want)
 	}
 	if out, errOut, code := testenv.Kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); code != 0 || out != "hi\n" {
 		t.Errorf("kubectl exec nginx -- echo hi = %q, exit %d (%s), want \"hi\\n\"", out, code, errOut)
@@ -160,13 +157,10 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "the node to delete pod nginx", 60*time.Second, func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err)
 	})
-	if err != nil {
-		t.Fatal("the pod was not deleted by the node within 60s")
-	}
 }
 
 // TestPodStartupLatency measures pod create → Running on one fake node
@@ -308,16 +302,6 @@ func loadNginx(t *testing.T) *corev1.Pod {
 	return obj.(*corev1.Pod)
 }
 
-func waitPhase(t *testing.T, c kubernetes.Interface, ns, name string, phase corev1.PodPhase) {
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && p.Status.Phase == phase, nil
-	})
-	if err != nil {
-		t.Errorf("pod %s/%s not %s within 2m", ns, name, phase)
-	}
-}
-
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -354,7 +338,7 @@ func rss(pid int) string {
 func checkServerSecurity(t *testing.T, node *corev1.Node) {
 	t.Helper()
 	admin := testenv.AdminConfig(t)
-	url := "https://" + reachableAt(node) + "/pods"
+	url := "https://" + nodewatch.ReachableAt(node) + "/pods"
 	for _, c := range []struct {
 		who  string
 		cfg  *rest.Config
@@ -448,10 +432,18 @@ func TestCtrlCDuringBootstrapIsACleanStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := testenv.BuildLab(t, "./labs/01-fake-node")
-	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + t.TempDir(), "KUBECONFIG=" + cp.AdminKubeconfig()},
+	stateDir := t.TempDir()
+	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()},
 		"--node-name=fake-node-ctrl-c", "--bootstrap-kubeconfig="+path)
 	p.WaitFor(t, "is starting", time.Minute)
-	time.Sleep(2 * time.Second) // the kubelet is retrying its bootstrap now
+	// Ctrl-C once the kubelet is retrying its bootstrap: its /healthz
+	// check with the token got a 401 (certificate/bootstrap/bootstrap.go,
+	// waitForServer, retried every 2 s for a minute).
+	kubeletLog := filepath.Join(stateDir, "nodes", "fake-node-ctrl-c", "kubelet.log")
+	testenv.PollTrue(t, "the kubelet's bootstrap to be refused (kubelet.log)", time.Minute, func() bool {
+		b, _ := os.ReadFile(kubeletLog)
+		return strings.Contains(string(b), "Failed to connect to apiserver")
+	})
 	p.Signal(os.Interrupt)
 	if !p.WaitExit(30 * time.Second) {
 		t.Fatalf("still running 30 s after Ctrl-C:\n%s", p.Output())
@@ -500,11 +492,8 @@ func TestSecondNodeWithTheSameNameIsRefused(t *testing.T) {
 	}
 	admin := testenv.AdminClient(t)
 	after := time.Now()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
-		return err == nil && l.Spec.RenewTime.After(after), nil
+	testenv.PollTrue(t, "the first node to renew its Lease again", 30*time.Second, func() bool {
+		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.After(after)
 	})
-	if err != nil {
-		t.Error("the first node stopped renewing its Lease")
-	}
 }
