@@ -2,7 +2,7 @@
 // kube-controller-manager (Kubernetes v1.36.3) on 127.0.0.1, built from this
 // module's dependency graph into the state folder on first run. It writes
 // the admin kubeconfig to .labs/admin.kubeconfig and stays in the
-// foreground; Ctrl-C stops every component.
+// foreground; Ctrl-C (or SIGTERM) stops every component.
 //
 //	go run ./labs/00-cluster
 package main
@@ -11,10 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"kubelet-labs/internal/controlplane"
@@ -22,24 +19,31 @@ import (
 	"kubelet-labs/internal/state"
 )
 
-func main() {
-	cfg := controlplane.Config{}
-	flag.IntVar(&cfg.APIServerPort, "apiserver-port", controlplane.DefaultAPIServerPort, "kube-apiserver secure port on 127.0.0.1")
-	flag.IntVar(&cfg.EtcdPort, "etcd-port", controlplane.DefaultEtcdPort, "etcd client port on 127.0.0.1")
-	flag.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", controlplane.DefaultEtcdPeerPort, "etcd peer port on 127.0.0.1")
-	flag.IntVar(&cfg.ControllerManagerPort, "controller-manager-port", controlplane.DefaultControllerManagerPort, "kube-controller-manager secure port on 127.0.0.1")
-	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod,
-		"how long a node may miss heartbeats before it is marked NotReady (upstream: 50s); keep it well above the nodes' lease renew interval (10s)")
-	flag.BoolVar(&cfg.Fresh, "fresh", false, "wipe etcd's data first: start with an empty cluster")
-	buildOnly := flag.Bool("build-only", false, "only build the binaries into the state folder, then exit")
-	flag.Parse()
-
-	if err := run(cfg, *buildOnly); err != nil {
-		labenv.Fatal(err)
-	}
+type options struct {
+	cp        controlplane.Config
+	buildOnly bool
 }
 
-func run(cfg controlplane.Config, buildOnly bool) error {
+func main() {
+	var o options
+	labenv.Main(labenv.Lab{
+		Name: "00-cluster",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&o.cp.APIServerPort, "apiserver-port", controlplane.DefaultAPIServerPort, "kube-apiserver secure port on 127.0.0.1")
+			fs.IntVar(&o.cp.EtcdPort, "etcd-port", controlplane.DefaultEtcdPort, "etcd client port on 127.0.0.1")
+			fs.IntVar(&o.cp.EtcdPeerPort, "etcd-peer-port", controlplane.DefaultEtcdPeerPort, "etcd peer port on 127.0.0.1")
+			fs.IntVar(&o.cp.ControllerManagerPort, "controller-manager-port", controlplane.DefaultControllerManagerPort, "kube-controller-manager secure port on 127.0.0.1")
+			fs.DurationVar(&o.cp.NodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod,
+				"how long a node may miss heartbeats before it is marked NotReady (upstream: 50s); keep it well above the nodes' lease renew interval (10s)")
+			fs.BoolVar(&o.cp.Fresh, "fresh", false, "wipe etcd's data first: start with an empty cluster")
+			fs.BoolVar(&o.buildOnly, "build-only", false, "only build the binaries into the state folder, then exit")
+		},
+		Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
+	})
+}
+
+func run(ctx context.Context, o options, out *labenv.Printer) error {
+	cfg := o.cp
 	root, err := state.Root()
 	if err != nil {
 		return err
@@ -56,19 +60,15 @@ func run(cfg controlplane.Config, buildOnly bool) error {
 	}
 	cfg.ModuleRoot = root
 	cfg.AdminKubeconfig = filepath.Join(stateDir, "admin.kubeconfig")
-	cfg.Progress = os.Stdout
+	cfg.Progress = out // one line per build and start, under the printer's lock
 
-	if buildOnly {
-		if err := controlplane.EnsureBinaries(root, cfg.BinDir, os.Stdout); err != nil {
+	if o.buildOnly {
+		if err := controlplane.EnsureBinaries(root, cfg.BinDir, out); err != nil {
 			return err
 		}
-		fmt.Printf("binaries are in %s\n", cfg.BinDir)
+		out.Printf("binaries are in %s", cfg.BinDir)
 		return nil
 	}
-
-	// Ctrl-C, kill and a closed terminal all stop the children cleanly.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 
 	t0 := time.Now()
 	cp, err := controlplane.Start(ctx, cfg)
@@ -76,7 +76,7 @@ func run(cfg controlplane.Config, buildOnly bool) error {
 		return err
 	}
 	c := cp.Config()
-	fmt.Printf(`
+	out.Printf(`
 control plane (Kubernetes %s) ready in %s
   apiserver                  %s
   admin kubeconfig           %s
@@ -88,24 +88,23 @@ In another terminal:
   export PATH=%s:$PATH   # kubectl %s
   kubectl get --raw /readyz
 
-Press Ctrl-C to stop.
-`, controlplane.KubernetesVersion, time.Since(t0).Round(100*time.Millisecond), cp.URL(), cp.AdminKubeconfig(),
+Press Ctrl-C to stop.`, controlplane.KubernetesVersion, time.Since(t0).Round(100*time.Millisecond), cp.URL(), cp.AdminKubeconfig(),
 		filepath.Dir(cp.LogFile("etcd")), c.NodeMonitorGracePeriod, cp.AdminKubeconfig(), cfg.BinDir, controlplane.KubernetesVersion)
 
-	var runErr error
+	// Run until Ctrl-C, or until a component exits on its own.
+	var failed error
 	select {
 	case <-ctx.Done():
-		fmt.Println("\nstopping...")
-	case runErr = <-cp.Failed():
-		fmt.Fprintln(os.Stderr, "error:", runErr)
-		fmt.Println("stopping the other components...")
+		out.Printf("\nstopping...")
+	case failed = <-cp.Failed():
+		out.Printf("\na component exited on its own; stopping the others...")
 	}
 	if err := cp.Stop(); err != nil {
 		return err
 	}
-	if runErr != nil {
-		return fmt.Errorf("a component failed; see the log named above")
+	if failed != nil {
+		return fmt.Errorf("%w (the other components are stopped)", failed)
 	}
-	fmt.Println("stopped: etcd, kube-apiserver and kube-controller-manager have exited")
+	out.Printf("stopped: etcd, kube-apiserver and kube-controller-manager have exited")
 	return nil
 }
