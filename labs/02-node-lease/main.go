@@ -12,12 +12,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,7 +26,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
@@ -48,20 +43,35 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, a file or a list, else the state folder's admin.kubeconfig)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-02", "the node; joins like lab 05 if it has no credentials yet")
-	flag.StringVar(&o.token, "token", "", "bootstrap token from lab 03 for the join (default: make one)")
-	flag.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; renewed every quarter of it. Keep the controller-manager's --node-monitor-grace-period well above the renew interval")
-	flag.DurationVar(&o.renewFor, "renew-for", 25*time.Second, "how long to renew before stopping")
-	flag.BoolVar(&o.resume, "resume", true, "after the node went Unknown, start renewing again and wait for Ready=True")
-	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for each transition")
-	flag.Parse()
+	labenv.Main(labenv.Lab{
+		Name: "02-node-lease",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, a file or a list, else the state folder's admin.kubeconfig)")
+			fs.StringVar(&o.nodeName, "node-name", "lab-node-02", "the node; joins like lab 05 if it has no credentials yet")
+			fs.StringVar(&o.token, "token", "", "bootstrap token from lab 03 for the join (default: make one)")
+			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; renewed every quarter of it. Keep the controller-manager's --node-monitor-grace-period well above the renew interval")
+			fs.DurationVar(&o.renewFor, "renew-for", 25*time.Second, "how long to renew before stopping")
+			fs.BoolVar(&o.resume, "resume", true, "after the node went Unknown, start renewing again and wait for Ready=True")
+			fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for each transition")
+		},
+		Check: func() error { return o.check() },
+		Run: func(ctx context.Context, out *labenv.Printer) error {
+			_, err := run(ctx, o, out)
+			return err
+		},
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
+// check refuses flags that make no sense, before anything starts.
+func (o options) check() error {
+	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
+		return fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
 	}
+	if o.renewFor < 0 || o.timeout <= 0 {
+		return fmt.Errorf("--renew-for must not be negative and --timeout must be positive")
+	}
+	// Before the name becomes a folder in the state folder.
+	return labenv.CheckNodeName(o.nodeName)
 }
 
 // timeline is what the lab measured.
@@ -79,29 +89,10 @@ type timeline struct {
 // NotReadyAfter is the time from the last renewal to Ready=Unknown.
 func (t *timeline) NotReadyAfter() time.Duration { return t.UnknownAt.Sub(t.LastRenew) }
 
-type printer struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format+"\n", args...)
-}
-
 func clock(t time.Time) string { return t.Format("15:04:05.0") }
 
-func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
-	out := &printer{w: w}
-	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
-		return nil, fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
-	}
-	if o.renewFor < 0 || o.timeout <= 0 {
-		return nil, fmt.Errorf("--renew-for must not be negative and --timeout must be positive")
-	}
-	// Before the name becomes a folder in the state folder.
-	if err := labenv.CheckNodeName(o.nodeName); err != nil {
+func run(ctx context.Context, o options, out *labenv.Printer) (*timeline, error) {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
@@ -112,7 +103,7 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := state.Ensure("nodes", o.nodeName)
+	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +120,7 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 	if res.Skipped {
 		how = "credentials from an earlier run"
 	}
-	out.printf("node %s: %s, %s", o.nodeName, res.Node.Username, how)
+	out.Printf("node %s: %s, %s", o.nodeName, res.Node.Username, how)
 	nodeCfg, err := res.Creds.RESTConfig()
 	if err != nil {
 		return nil, err
@@ -141,13 +132,13 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 	agent, err := node.NewAgent(nodeCfg, node.AgentOptions{
 		Node:                 node.Config{Name: o.nodeName, Labels: map[string]string{node.LabLabel: "02-node-lease"}, Taints: []v1.Taint{node.NoRuntimeTaint}},
 		LeaseDurationSeconds: int32(o.leaseSeconds),
-		Log:                  func(f string, a ...any) { out.printf("  "+clock(time.Now())+" "+f, a...) },
+		Log:                  func(f string, a ...any) { out.Printf("  "+clock(time.Now())+" "+f, a...) },
 		OnRenewal: func(r lease.Renewal) {
 			if errors.Is(r.Err, context.Canceled) {
 				return // we stopped it
 			}
 			if r.Err != nil || r.Status >= 300 {
-				out.printf("  %s lease %s failed (%v, HTTP %d): the lease controller retries", clock(r.Time), r.Verb, r.Err, r.Status)
+				out.Printf("  %s lease %s failed (%v, HTTP %d): the lease controller retries", clock(r.Time), r.Verb, r.Err, r.Status)
 				return
 			}
 			mu.Lock()
@@ -157,10 +148,10 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 			case renewed <- r.Time:
 			default:
 			}
-			out.printf("  %s lease %sd", clock(r.Time), r.Verb)
+			out.Printf("  %s lease %sd", clock(r.Time), r.Verb)
 		},
 		OnStatusPatched: func(n *v1.Node) {
-			out.printf("  %s status posted by the node: %s", clock(time.Now()), conditions(n))
+			out.Printf("  %s status posted by the node: %s", clock(time.Now()), conditions(n))
 		},
 	})
 	if err != nil {
@@ -170,11 +161,11 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 	if _, created, err := agent.Register(ctx); err != nil {
 		return nil, err
 	} else if created {
-		out.printf("  Node %s created", o.nodeName)
+		out.Printf("  Node %s created", o.nodeName)
 	}
 
 	// 2. Heartbeat for a while.
-	out.printf("heartbeat: lease kube-node-lease/%s of %s, renewed every %s (0.25 × %s); for %s",
+	out.Printf("heartbeat: lease kube-node-lease/%s of %s, renewed every %s (0.25 × %s); for %s",
 		o.nodeName, agent.LeaseDuration, agent.RenewInterval, agent.LeaseDuration, o.renewFor)
 	if err := agent.Start(ctx); err != nil {
 		return nil, err
@@ -197,28 +188,28 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 		return nil, fmt.Errorf("read the lease: %w", err)
 	}
 	tl.LastRenew = l.Spec.RenewTime.Time
-	out.printf("%s stop: no more lease renewals or status updates (as if the kubelet died)", clock(tl.StoppedAt))
-	out.printf("           lease last renewed at %s (spec.renewTime)", clock(tl.LastRenew))
-	out.printf("           waiting for the node lifecycle controller (kube-controller-manager, --node-monitor-grace-period)...")
+	out.Printf("%s stop: no more lease renewals or status updates (as if the kubelet died)", clock(tl.StoppedAt))
+	out.Printf("           lease last renewed at %s (spec.renewTime)", clock(tl.LastRenew))
+	out.Printf("           waiting for the node lifecycle controller (kube-controller-manager, --node-monitor-grace-period)...")
 	c, at, err := waitReady(ctx, admin, o.nodeName, o.timeout, func(c *v1.NodeCondition) bool { return !isTrue(c) })
 	if err != nil {
 		return nil, fmt.Errorf("%w (is kube-controller-manager running? its node lifecycle controller marks nodes Unknown)", err)
 	}
 	tl.UnknownAt, tl.Unknown = at, *c
-	out.printf("%s Ready=%s  %s: %s  — %.1fs after the last renewal", clock(at), c.Status, c.Reason, c.Message, tl.NotReadyAfter().Seconds())
+	out.Printf("%s Ready=%s  %s: %s  — %.1fs after the last renewal", clock(at), c.Status, c.Reason, c.Message, tl.NotReadyAfter().Seconds())
 	if n, err := admin.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{}); err == nil {
-		out.printf("           conditions now: %s", conditions(n))
+		out.Printf("           conditions now: %s", conditions(n))
 	}
 
 	if !o.resume {
-		out.printf("summary: lease last renewed at %s; node Ready=%s at %s (+%.1fs)", clock(tl.LastRenew), c.Status, clock(at), tl.NotReadyAfter().Seconds())
+		out.Printf("summary: lease last renewed at %s; node Ready=%s at %s (+%.1fs)", clock(tl.LastRenew), c.Status, clock(at), tl.NotReadyAfter().Seconds())
 		return tl, nil
 	}
 
 	// 4. Resume: the node writes Ready=True itself — the lifecycle
 	// controller only ever sets Unknown.
 	tl.ResumedAt = time.Now()
-	out.printf("%s resume: status loop and lease controller start again", clock(tl.ResumedAt))
+	out.Printf("%s resume: status loop and lease controller start again", clock(tl.ResumedAt))
 	if err := agent.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -227,8 +218,8 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 		return nil, err
 	}
 	tl.ReadyAt = at
-	out.printf("%s Ready=True  %s: %s  — %.1fs after resuming", clock(at), c.Reason, c.Message, at.Sub(tl.ResumedAt).Seconds())
-	out.printf("           (nobody else sets it back: the kubelet must post Ready=True itself)")
+	out.Printf("%s Ready=True  %s: %s  — %.1fs after resuming", clock(at), c.Reason, c.Message, at.Sub(tl.ResumedAt).Seconds())
+	out.Printf("           (nobody else sets it back: the kubelet must post Ready=True itself)")
 	// Let the resumed lease controller finish its first renewal before we stop.
 	for waiting := true; waiting; {
 		select {
@@ -241,7 +232,7 @@ func run(ctx context.Context, o options, w io.Writer) (*timeline, error) {
 		}
 	}
 	agent.Stop()
-	out.printf("summary: lease last renewed at %s; node Ready=%s at %s (+%.1fs); Ready=True again %.1fs after the heartbeat resumed",
+	out.Printf("summary: lease last renewed at %s; node Ready=%s at %s (+%.1fs); Ready=True again %.1fs after the heartbeat resumed",
 		clock(tl.LastRenew), tl.Unknown.Status, clock(tl.UnknownAt), tl.NotReadyAfter().Seconds(), tl.ReadyAt.Sub(tl.ResumedAt).Seconds())
 	return tl, nil
 }

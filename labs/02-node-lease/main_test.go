@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubelet-labs/internal/controlplane"
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/node"
 )
@@ -74,7 +75,7 @@ func TestReadyUnknownReady(t *testing.T) {
 		tl, err := run(context.Background(), options{
 			kubeconfig: cp.AdminKubeconfig(), nodeName: "t02-a", leaseSeconds: leaseSeconds,
 			renewFor: 6 * time.Second, resume: true, timeout: 90 * time.Second,
-		}, &out)
+		}, labenv.NewPrinter(&out))
 		t.Logf("output:\n%s", out.String())
 		if err != nil {
 			t.Fatal(err)
@@ -165,7 +166,7 @@ func TestBadInput(t *testing.T) {
 		{options{leaseSeconds: 40, timeout: time.Minute, kubeconfig: "/nonexistent"}, "bad kubeconfig"},
 	} {
 		tc.o.nodeName = "t02-bad"
-		if _, err := run(context.Background(), tc.o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := run(context.Background(), tc.o, labenv.NewPrinter(&bytes.Buffer{})); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
@@ -177,7 +178,7 @@ func TestNodeNameIsCheckedFirst(t *testing.T) {
 	stateDir := t.TempDir()
 	t.Setenv("LABS_STATE_DIR", stateDir)
 	for _, name := range []string{"../x", "Bad_Name"} {
-		_, err := run(context.Background(), options{nodeName: name, leaseSeconds: 40, timeout: time.Minute}, &bytes.Buffer{})
+		_, err := run(context.Background(), options{nodeName: name, leaseSeconds: 40, timeout: time.Minute}, labenv.NewPrinter(&bytes.Buffer{}))
 		if err == nil || !strings.Contains(err.Error(), "not a valid Node name") {
 			t.Errorf("--node-name=%s: %v, want it refused", name, err)
 		}
