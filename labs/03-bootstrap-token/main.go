@@ -11,9 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -39,19 +36,32 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR, from lab 00)")
-	flag.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
-	flag.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
-	flag.StringVar(&o.token, "token", "", "do not make a token: check this one (ID.SECRET) and say who it authenticates as, or why not")
-	flag.StringVar(&o.description, "description", "kubelet-labs lab 03", "description stored in the token's Secret")
-	flag.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default: bootstrap/bootstrap-kubelet.kubeconfig in the state folder; - = do not write)")
-	flag.Parse()
+	labenv.Main(labenv.Lab{
+		Name: "03-bootstrap-token",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR, from lab 00)")
+			fs.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
+			fs.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
+			fs.StringVar(&o.token, "token", "", "do not make a token: check this one (ID.SECRET) and say who it authenticates as, or why not")
+			fs.StringVar(&o.description, "description", "kubelet-labs lab 03", "description stored in the token's Secret")
+			fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default: bootstrap/bootstrap-kubelet.kubeconfig in the state folder; - = do not write)")
+		},
+		Check: func() error { return o.check() },
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
+// check refuses flags that make no sense before the cluster is contacted.
+func (o options) check() error {
+	if o.ttl <= 0 {
+		return fmt.Errorf("--ttl=%s: a bootstrap token needs a positive lifetime, like 1h", o.ttl)
 	}
+	if o.token != "" {
+		if _, err := bootstrap.ParseToken(o.token); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // purpose says in a few words what each bound role is for.
@@ -61,14 +71,9 @@ var purpose = map[string]string{
 	bootstrap.SelfNodeClientRole:   "renewals auto-approved",
 }
 
-func run(ctx context.Context, o options, out io.Writer) error {
-	if o.ttl <= 0 {
-		return fmt.Errorf("--ttl=%s: a bootstrap token needs a positive lifetime, like 1h", o.ttl)
-	}
-	if o.token != "" {
-		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return err // before touching the cluster
-		}
+func run(ctx context.Context, o options, out *labenv.Printer) error {
+	if err := o.check(); err != nil {
+		return err // before touching the cluster
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
@@ -95,25 +100,25 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "bootstrap token   %s\n", tok)
+	out.Printf("bootstrap token   %s", tok)
 	// The token is a password: whoever holds it may post CSRs until it
 	// expires. It is printed here and on the "next:" line, stored in the
 	// Secret (readable by whoever may read Secrets in kube-system) and in
 	// the 0600 bootstrap kubeconfig: nothing pretends it is shown once.
-	fmt.Fprintf(out, "  keep it secret: it works as a password until it expires at %s (in %s); the tokencleaner deletes it then\n",
+	out.Printf("  keep it secret: it works as a password until it expires at %s (in %s); the tokencleaner deletes it then",
 		tok.Expires.Local().Format("15:04:05"), time.Until(tok.Expires).Round(time.Minute))
-	fmt.Fprintf(out, "  Secret          kube-system/%s (type bootstrap.kubernetes.io/token)\n", tok.SecretName())
-	fmt.Fprintf(out, "  usages          %s\n", strings.Join(tok.Usages, ", "))
-	fmt.Fprintf(out, "  groups          %s\n", strings.Join(tok.Groups, ", "))
+	out.Printf("  Secret          kube-system/%s (type bootstrap.kubernetes.io/token)", tok.SecretName())
+	out.Printf("  usages          %s", strings.Join(tok.Usages, ", "))
+	out.Printf("  groups          %s", strings.Join(tok.Groups, ", "))
 
 	results, err := bootstrap.EnsureNodeBootstrapRBAC(ctx, admin)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "RBAC for joining nodes (kubeadm: phases/bootstraptoken/node/tlsbootstrap.go)")
+	out.Printf("RBAC for joining nodes (kubeadm: phases/bootstraptoken/node/tlsbootstrap.go)")
 	for _, r := range results {
 		b := r.Binding
-		fmt.Fprintf(out, "  %-8s ClusterRoleBinding %s\n           group %s → ClusterRole %s (%s)\n",
+		out.Printf("  %-8s ClusterRoleBinding %s\n           group %s → ClusterRole %s (%s)",
 			r.Action, b.Name, b.Subjects[0].Name, b.RoleRef.Name, purpose[b.RoleRef.Name])
 	}
 
@@ -126,9 +131,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		ci = "created"
 	}
 	if err := bootstrap.WaitForClusterInfoSignature(ctx, admin, tok, 15*time.Second); err != nil {
-		fmt.Fprintf(out, "cluster-info      kube-public/cluster-info %s; not signed: %v\n", ci, err)
+		out.Printf("cluster-info      kube-public/cluster-info %s; not signed: %v", ci, err)
 	} else {
-		fmt.Fprintf(out, "cluster-info      kube-public/cluster-info %s; the bootstrapsigner signed it with this token (jws-kubeconfig-%s verified)\n", ci, tok.ID)
+		out.Printf("cluster-info      kube-public/cluster-info %s; the bootstrapsigner signed it with this token (jws-kubeconfig-%s verified)", ci, tok.ID)
 	}
 
 	if err := whoami(ctx, out, base, tok, admin); err != nil {
@@ -147,9 +152,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if err := bootstrap.WriteBootstrapKubeconfig(path, cfg.Host, caPEM, tok); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "bootstrap kubeconfig  %s (0600; what the kubelet's --bootstrap-kubeconfig holds)\n", path)
+		out.Printf("bootstrap kubeconfig  %s (0600; what the kubelet's --bootstrap-kubeconfig holds)", path)
 	}
-	fmt.Fprintf(out, "next: go run ./labs/04-csr --token %s\n", tok)
+	out.Printf("next: go run ./labs/04-csr --token %s", tok)
 	return nil
 }
 
@@ -161,13 +166,13 @@ func tokenOptions(o options) bootstrap.TokenOptions {
 	return opts
 }
 
-func whoami(ctx context.Context, out io.Writer, base *rest.Config, tok bootstrap.Token, admin kubernetes.Interface) error {
+func whoami(ctx context.Context, out *labenv.Printer, base *rest.Config, tok bootstrap.Token, admin kubernetes.Interface) error {
 	info, err := bootstrap.AuthenticateToken(ctx, base, tok, admin, 5*time.Second)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "SelfSubjectReview with the token (kubectl auth whoami)")
-	fmt.Fprintf(out, "  username        %s\n", info.Username)
-	fmt.Fprintf(out, "  groups          %s\n", strings.Join(info.Groups, ", "))
+	out.Printf("SelfSubjectReview with the token (kubectl auth whoami)")
+	out.Printf("  username        %s", info.Username)
+	out.Printf("  groups          %s", strings.Join(info.Groups, ", "))
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/bootstrap"
 )
@@ -38,7 +39,7 @@ func TestTokenAuthenticates(t *testing.T) {
 	ctx := context.Background()
 	o := labOptions(t)
 	var out bytes.Buffer
-	if err := run(ctx, o, &out); err != nil {
+	if err := run(ctx, o, labenv.NewPrinter(&out)); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	t.Logf("output:\n%s", out.String())
@@ -97,7 +98,7 @@ func TestBindingsExistAndRunIsIdempotent(t *testing.T) {
 	o := labOptions(t)
 	for i := 0; i < 2; i++ {
 		var out bytes.Buffer
-		if err := run(ctx, o, &out); err != nil {
+		if err := run(ctx, o, labenv.NewPrinter(&out)); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, out.String())
 		}
 		if i == 1 && strings.Contains(out.String(), "created  ClusterRoleBinding") {
@@ -138,7 +139,7 @@ func TestWrongSecretIsExplained(t *testing.T) {
 	}
 	o.token = tok.ID + ".0000000000000000"
 	var out bytes.Buffer
-	err = run(ctx, o, &out)
+	err = run(ctx, o, labenv.NewPrinter(&out))
 	var rejected *bootstrap.TokenRejectedError
 	if !errors.As(err, &rejected) || !errors.Is(err, bootstrap.ErrUnauthorized) {
 		t.Fatalf("err = %v, want a TokenRejectedError (401)", err)
@@ -187,12 +188,12 @@ func TestUnknownAndMalformedTokens(t *testing.T) {
 	ctx := context.Background()
 	o := labOptions(t)
 	o.token = "zzzzzz.0123456789abcdef"
-	if err := run(ctx, o, &bytes.Buffer{}); !errors.Is(err, bootstrap.ErrUnauthorized) || !strings.Contains(err.Error(), "no token with ID zzzzzz") {
+	if err := run(ctx, o, labenv.NewPrinter(&bytes.Buffer{})); !errors.Is(err, bootstrap.ErrUnauthorized) || !strings.Contains(err.Error(), "no token with ID zzzzzz") {
 		t.Errorf("unknown token: %v", err)
 	}
 	o.token = "not-a-token"
 	o.kubeconfig = "/nonexistent" // proves nothing was contacted
-	if err := run(ctx, o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "is not a bootstrap token") {
+	if err := run(ctx, o, labenv.NewPrinter(&bytes.Buffer{})); err == nil || !strings.Contains(err.Error(), "is not a bootstrap token") {
 		t.Errorf("malformed token: %v", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestByHandSection(t *testing.T) {
 	o := labOptions(t)
 	o.token = "abcdef.0123456789abcdef"
 	var lab bytes.Buffer
-	if err := run(context.Background(), o, &lab); err != nil {
+	if err := run(context.Background(), o, labenv.NewPrinter(&lab)); err != nil {
 		t.Fatalf("the lab refuses the hand-made token: %v", err)
 	}
 	for _, want := range []string{"username        system:bootstrap:abcdef", "groups          system:bootstrappers, " + bootstrap.AutoApproveGroup + ", system:authenticated"} {
