@@ -12,14 +12,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"os/signal"
 	"time"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 )
 
@@ -35,64 +31,73 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
-	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to request with (default: make one; in the auto-approve group only for --approve=auto)")
-	flag.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
-	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")
-	flag.IntVar(&o.expirationSeconds, "expiration-seconds", 0, "certificate lifetime to ask for (spec.expirationSeconds; at least 600); 0 asks for nothing, as the kubelet does, and gets the signer's maximum (--cluster-signing-duration, 1 year by default)")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
-	}
+	labenv.Main(labenv.Lab{
+		Name: "04-csr",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
+			fs.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
+			fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to request with (default: make one; in the auto-approve group only for --approve=auto)")
+			fs.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
+			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")
+			fs.IntVar(&o.expirationSeconds, "expiration-seconds", 0, "certificate lifetime to ask for (spec.expirationSeconds; at least 600); 0 asks for nothing, as the kubelet does, and gets the signer's maximum (--cluster-signing-duration, 1 year by default)")
+		},
+		Check: func() error { _, err := o.check(); return err },
+		Run: func(ctx context.Context, out *labenv.Printer) error {
+			_, err := run(ctx, o, out)
+			return err
+		},
+	})
 }
 
-func run(ctx context.Context, o options, out io.Writer) (*bootstrap.JoinResult, error) {
+// check refuses flags that make no sense before the cluster is contacted,
+// and returns who approves.
+func (o options) check() (bootstrap.ApproveMode, error) {
 	mode, err := bootstrap.ParseApproveMode(o.approve)
 	if err != nil {
-		return nil, err
+		return mode, err
 	}
 	if o.timeout <= 0 {
-		return nil, fmt.Errorf("--timeout=%s: give a positive duration", o.timeout)
+		return mode, fmt.Errorf("--timeout=%s: give a positive duration", o.timeout)
 	}
 	if o.expirationSeconds < 0 || o.expirationSeconds > math.MaxInt32 {
-		return nil, fmt.Errorf("--expiration-seconds=%d: want 0 (ask for nothing) or a number of seconds, at least 600", o.expirationSeconds)
+		return mode, fmt.Errorf("--expiration-seconds=%d: want 0 (ask for nothing) or a number of seconds, at least 600", o.expirationSeconds)
 	}
 	if o.token != "" {
 		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return nil, err
+			return mode, err
 		}
 	}
 	// Before any folder is made from it: "../x" would escape nodes/.
-	if err := bootstrap.ValidateNodeName(o.nodeName); err != nil {
+	return mode, labenv.CheckNodeName(o.nodeName)
+}
+
+func run(ctx context.Context, o options, out *labenv.Printer) (*bootstrap.JoinResult, error) {
+	mode, err := o.check()
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := state.Ensure("nodes", o.nodeName)
+	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "CSR for node %s at %s (approve: %s)\n", o.nodeName, cfg.Host, mode)
+	out.Printf("CSR for node %s at %s (approve: %s)", o.nodeName, cfg.Host, mode)
 	res, err := bootstrap.Join(ctx, bootstrap.JoinOptions{
 		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir,
 		Approve: mode, Timeout: o.timeout, ExpirationSeconds: int32(o.expirationSeconds),
 		Force: true, // this lab is about the CSR: always ask for a new certificate
-		Log:   func(f string, a ...any) { fmt.Fprintf(out, "  "+f+"\n", a...) },
+		Log:   out.Indented(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	c := res.Creds
-	fmt.Fprintf(out, `look at it:
+	out.Printf(`look at it:
   openssl x509 -noout -subject -issuer -dates -ext extendedKeyUsage -in %s
   kubectl get csr %s
-  kubectl --kubeconfig %s auth whoami
-`, c.CertFile, res.CSR.Name, c.Kubeconfig)
+  kubectl --kubeconfig %s auth whoami`, c.CertFile, res.CSR.Name, c.Kubeconfig)
 	return res, nil
 }

@@ -22,6 +22,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/bootstrap"
 )
@@ -43,7 +44,7 @@ func TestAutoApprovedCertificate(t *testing.T) {
 	ctx := context.Background()
 	cp := testenv.ControlPlane(t)
 	var out bytes.Buffer
-	res, err := run(ctx, opts(t, "t04-auto", "auto"), &out)
+	res, err := run(ctx, opts(t, "t04-auto", "auto"), labenv.NewPrinter(&out))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -120,7 +121,7 @@ func checkCredentials(t *testing.T, c bootstrap.Credentials, node, caFile string
 // us approves, and the approval says so.
 func TestAdminApproves(t *testing.T) {
 	cp := testenv.ControlPlane(t)
-	res, err := run(context.Background(), opts(t, "t04-admin", "admin"), &bytes.Buffer{})
+	res, err := run(context.Background(), opts(t, "t04-admin", "admin"), labenv.NewPrinter(&bytes.Buffer{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestManualTimesOut(t *testing.T) {
 	o := opts(t, "t04-timeout", "manual")
 	o.timeout = 2 * time.Second
 	t0 := time.Now()
-	_, err := run(context.Background(), o, &bytes.Buffer{})
+	_, err := run(context.Background(), o, labenv.NewPrinter(&bytes.Buffer{}))
 	var te *bootstrap.TimeoutError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "still Pending") || !strings.Contains(err.Error(), "kubectl certificate approve "+te.Name) {
 		t.Fatalf("err = %v, want a timeout that says Pending and how to approve", err)
@@ -156,8 +157,20 @@ func TestDeniedIsAnError(t *testing.T) {
 	admin := testenv.AdminClient(t)
 	out := &testenv.SyncBuffer{}
 	errc := make(chan error, 1)
-	go func() { _, err := run(ctx, o, out); errc <- err }()
-	name := waitCSRName(t, out, nil)
+	go func() { _, err := run(ctx, o, labenv.NewPrinter(out)); errc <- err }()
+	var name string
+	testenv.Poll(t, "the lab to post its CSR", 30*time.Second, func() (bool, error) {
+		select {
+		case err := <-errc:
+			return false, fmt.Errorf("the lab ended before posting its CSR: %v\n%s", err, out)
+		default:
+		}
+		if m := approveLine.FindStringSubmatch(out.String()); m != nil {
+			name = m[1]
+			return true, nil
+		}
+		return false, nil
+	})
 	if err := bootstrap.SetApproval(ctx, admin, name, false, "NotOnMyWatch", "test denies it"); err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +192,8 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{func(o *options) { o.approve = "maybe" }, "want auto"},
-		{func(o *options) { o.nodeName = "Not_A_Node" }, "node name"},
-		{func(o *options) { o.nodeName = "../escape" }, "node name \"../escape\" is not valid"},
+		{func(o *options) { o.nodeName = "Not_A_Node" }, "not a valid Node name"},
+		{func(o *options) { o.nodeName = "../escape" }, `--node-name "../escape" is not a valid Node name`},
 		{func(o *options) { o.expirationSeconds = -1 }, "--expiration-seconds=-1"},
 		{func(o *options) { o.token = "short.token" }, "not a bootstrap token"},
 		{func(o *options) { o.token = "zzzzzz.0000000000000000" }, "401 Unauthorized"},
@@ -189,7 +202,7 @@ func TestBadInput(t *testing.T) {
 	} {
 		o := opts(t, "t04-bad", "auto")
 		tc.o(&o)
-		if _, err := run(ctx, o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := run(ctx, o, labenv.NewPrinter(&bytes.Buffer{})); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", o, err, tc.want)
 		}
 		// Refused before anything was made: no node folder, none outside nodes/.
@@ -242,24 +255,6 @@ func TestProgramWithKubectl(t *testing.T) {
 
 var approveLine = regexp.MustCompile(`kubectl certificate approve (node-csr-\S+)`)
 
-// waitCSRName waits for the lab to print the CSR it waits on.
-func waitCSRName(t *testing.T, out *testenv.SyncBuffer, exited <-chan struct{}) string {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		if m := approveLine.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-exited:
-			t.Fatalf("lab exited before posting its CSR:\n%s", out)
-		case <-deadline:
-			t.Fatalf("no CSR after 30s:\n%s", out)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // TestExpirationSeconds: the lifetime asked for is the lifetime issued, up
 // to the signer's maximum (--cluster-signing-duration, one year on the test
 // control plane as upstream); notBefore is back-dated 5 minutes; below 600
@@ -276,7 +271,7 @@ func TestExpirationSeconds(t *testing.T) {
 		o := opts(t, fmt.Sprintf("t04-life-%d", tc.seconds), "auto")
 		o.expirationSeconds = tc.seconds
 		var out bytes.Buffer
-		res, err := run(ctx, o, &out)
+		res, err := run(ctx, o, labenv.NewPrinter(&out))
 		if err != nil {
 			t.Fatalf("expiration %d: %v\n%s", tc.seconds, err, out.String())
 		}
@@ -301,7 +296,7 @@ func TestExpirationSeconds(t *testing.T) {
 	}
 	o := opts(t, "t04-life-short", "auto")
 	o.expirationSeconds = 300
-	if _, err := run(ctx, o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "may not specify a duration less than 600 seconds") {
+	if _, err := run(ctx, o, labenv.NewPrinter(&bytes.Buffer{})); err == nil || !strings.Contains(err.Error(), "may not specify a duration less than 600 seconds") {
 		t.Errorf("300s: err = %v, want the apiserver's refusal", err)
 	}
 }
