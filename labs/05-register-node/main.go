@@ -13,12 +13,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
@@ -46,22 +41,44 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-05", "name of the node to join")
-	flag.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
-	flag.StringVar(&o.approve, "approve", "auto", "who approves the node's CSR: auto (the controller-manager), admin (the lab, as kubectl certificate approve does) or manual (you run the kubectl certificate approve command it prints)")
-	flag.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; the lease is renewed every quarter of it (kubelet: nodeLeaseDurationSeconds)")
-	flag.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often the node status is checked (written only on change or every 5m)")
-	flag.BoolVar(&o.forceBootstrap, "force-bootstrap", false, "request a new certificate even if nodes/NAME in the state folder holds valid credentials")
-	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	flag.BoolVar(&o.noTaint, "no-taint", false, "register without the "+node.NoRuntimeTaint.Key+" NoSchedule taint (on kind, pods could then be scheduled here and stay Pending)")
-	flag.Parse()
+	labenv.Main(labenv.Lab{
+		Name: "05-register-node",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
+			fs.StringVar(&o.nodeName, "node-name", "lab-node-05", "name of the node to join")
+			fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
+			fs.StringVar(&o.approve, "approve", "auto", "who approves the node's CSR: auto (the controller-manager), admin (the lab, as kubectl certificate approve does) or manual (you run the kubectl certificate approve command it prints)")
+			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; the lease is renewed every quarter of it (kubelet: nodeLeaseDurationSeconds)")
+			fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often the node status is checked (written only on change or every 5m)")
+			fs.BoolVar(&o.forceBootstrap, "force-bootstrap", false, "request a new certificate even if nodes/NAME in the state folder holds valid credentials")
+			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+			fs.BoolVar(&o.noTaint, "no-taint", false, "register without the "+node.NoRuntimeTaint.Key+" NoSchedule taint (on kind, pods could then be scheduled here and stay Pending)")
+		},
+		Check: func() error { _, err := o.check(); return err },
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, nil); err != nil {
-		labenv.Fatal(err)
+// check refuses flags that make no sense before the cluster is contacted,
+// and returns who approves.
+func (o options) check() (bootstrap.ApproveMode, error) {
+	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
+		return "", fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
 	}
+	if o.statusEvery <= 0 || o.timeout <= 0 {
+		return "", fmt.Errorf("--node-status-update-frequency and --timeout must be positive")
+	}
+	approve, err := bootstrap.ParseApproveMode(o.approve)
+	if err != nil {
+		return "", err
+	}
+	if o.token != "" {
+		if _, err := bootstrap.ParseToken(o.token); err != nil {
+			return "", err
+		}
+	}
+	// Before any folder is made from it: "../x" would escape nodes/.
+	return approve, labenv.CheckNodeName(o.nodeName)
 }
 
 // joined is what the test gets once the node is Ready.
@@ -72,33 +89,17 @@ type joined struct {
 	elapsed time.Duration // start (token) → Ready
 }
 
-func run(ctx context.Context, o options, w io.Writer, onReady func(*joined)) error {
+func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*joined)) error {
 	start := time.Now()
-	out := labenv.NewPrinter(w)
-	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
-		return fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
-	}
-	if o.statusEvery <= 0 || o.timeout <= 0 {
-		return fmt.Errorf("--node-status-update-frequency and --timeout must be positive")
-	}
-	approve, err := bootstrap.ParseApproveMode(o.approve)
+	approve, err := o.check()
 	if err != nil {
-		return err
-	}
-	if o.token != "" {
-		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return err
-		}
-	}
-	// Before any folder is made from it: "../x" would escape nodes/.
-	if err := bootstrap.ValidateNodeName(o.nodeName); err != nil {
 		return err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	dir, err := state.Ensure("nodes", o.nodeName)
+	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return err
 	}
