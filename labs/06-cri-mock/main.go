@@ -15,102 +15,100 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
+	"kubelet-labs/labs/06-cri-mock/crictlfiles"
 	"kubelet-labs/mylib/fakecri"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return // -h: the usage is printed, nothing failed
-	}
-	if err != nil {
-		// The same one line and exit code as labenv.Fatal, without importing
-		// labenv: it brings in client-go, which this lab (no cluster) does
-		// not otherwise need (348 packages to build instead of 659).
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+type options struct {
+	socket                  string
+	events, quiet, allCalls bool
 }
 
-// run serves until ctx ends. Output goes to out; it is safe to call from
-// a test.
-func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("06-cri-mock", flag.ContinueOnError)
-	fs.SetOutput(out)
-	socket := fs.String("socket", "", "CRI socket path (default: <state>/mockcri.sock; state is .labs/ or $LABS_STATE_DIR)")
-	events := fs.Bool("events", false, "also print container events (what GetContainerEvents streams to the evented PLEG)")
-	quiet := fs.Bool("quiet", false, "do not print CRI calls")
-	allCalls := fs.Bool("all-calls", false, "also print Version and ImageFsInfo, which crictl sends on every connection")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func main() {
+	var o options
+	labenv.Main(labenv.Lab{
+		Name: "06-cri-mock",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.socket, "socket", "", "CRI socket path (default: <state>/mockcri.sock; state is .labs/ or $LABS_STATE_DIR)")
+			fs.BoolVar(&o.events, "events", false, "also print container events (what GetContainerEvents streams to the evented PLEG)")
+			fs.BoolVar(&o.quiet, "quiet", false, "do not print CRI calls")
+			fs.BoolVar(&o.allCalls, "all-calls", false, "also print Version and ImageFsInfo, which crictl sends on every connection")
+		},
+		Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
+}
 
+// run serves until ctx ends; ready (tests) is called once it serves.
+func run(ctx context.Context, o options, out *labenv.Printer, ready func(*fakecri.Server)) error {
 	stateDir, err := state.Ensure()
 	if err != nil {
 		return err
 	}
-	if *socket == "" {
-		*socket = filepath.Join(stateDir, "mockcri.sock")
+	if o.socket == "" {
+		o.socket = filepath.Join(stateDir, "mockcri.sock")
 	}
 	labDir := filepath.Join(stateDir, "06-cri-mock")
 
-	var mu sync.Mutex // calls arrive concurrently; keep lines whole
-	printf := func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format, a...)
+	// Every CRI call, as it arrives: the mock tells an observer about each
+	// one after answering it.
+	opts := []fakecri.Option{
+		// The course's image names, which our containerd has too (lab 11):
+		// the mock "has" both from the start, so the same requests run on
+		// either, and lab 07 can watch this mock.
+		fakecri.WithPauseImage(labruntime.PauseImage),
+		fakecri.WithImages(labruntime.BusyboxImage),
 	}
-	var opts []fakecri.Option
-	if !*quiet {
+	if !o.quiet {
 		opts = append(opts, fakecri.WithCallObserver(func(c fakecri.Call) {
-			if !*allCalls && (c.Method == "Version" || c.Method == "ImageFsInfo") {
+			if !o.allCalls && (c.Method == "Version" || c.Method == "ImageFsInfo") {
 				return
 			}
 			result := "ok"
 			if c.Err != nil {
 				result = "error: " + c.Err.Error()
 			}
-			printf("%s  %-22s %8s  %s\n", time.Now().Format("15:04:05.000"), c.Method, c.Duration.Round(time.Microsecond), result)
+			out.Printf("%s  %-22s %8s  %s", time.Now().Format("15:04:05.000"), c.Method, c.Duration.Round(time.Microsecond), result)
 		}))
 	}
 
-	srv, err := fakecri.Start(*socket, opts...)
+	srv, err := fakecri.Start(o.socket, opts...)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	if err := writeExamples(labDir, srv.Endpoint()); err != nil {
+	if err := crictlfiles.Write(labDir, srv.Endpoint(), labruntime.BusyboxImage); err != nil {
 		return fmt.Errorf("writing example configs: %w", err)
 	}
 
-	if *events {
+	if o.events {
 		ch, cancel := srv.Runtime().SubscribeEvents()
-		defer cancel()
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
 		go func() {
+			defer close(done)
 			for ev := range ch {
-				printf("%s  event %-24s %.13s\n", time.Now().Format("15:04:05.000"), ev.ContainerEventType, ev.ContainerId)
+				out.Printf("%s  event %-24s %.13s", time.Now().Format("15:04:05.000"), ev.ContainerEventType, ev.ContainerId)
 			}
 		}()
 	}
 
 	printGuide(out, srv, stateDir, labDir)
+	if ready != nil {
+		ready(srv)
+	}
 	<-ctx.Done()
-	printf("\nstopping: killing mock containers, removing %s\n", srv.SocketPath())
+	out.Printf("\nstopping: killing mock containers, removing %s", srv.SocketPath())
 	return nil
 }
 
-func printGuide(out io.Writer, srv *fakecri.Server, stateDir, labDir string) {
+func printGuide(out *labenv.Printer, srv *fakecri.Server, stateDir, labDir string) {
 	crictl := filepath.Join(stateDir, "bin", "crictl")
 	rel := func(p string) string {
 		if wd, err := os.Getwd(); err == nil {
@@ -120,10 +118,10 @@ func printGuide(out io.Writer, srv *fakecri.Server, stateDir, labDir string) {
 		}
 		return p
 	}
-	fmt.Fprintf(out, "mock CRI runtime serving CRI v1 on %s\n", srv.Endpoint())
-	fmt.Fprintf(out, "control API (HTTP on a unix socket): %s\n", rel(srv.ControlSocketPath()))
+	out.Printf("mock CRI runtime serving CRI v1 on %s", srv.Endpoint())
+	out.Printf("control API (HTTP on a unix socket): %s", rel(srv.ControlSocketPath()))
 	if _, err := os.Stat(crictl); errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(out, "crictl is not built yet: run scripts/build-crictl.sh\n")
+		out.Printf("crictl is not built yet: run scripts/build-crictl.sh")
 	}
 	fmt.Fprintf(out, `
 In another terminal, from the repository root:
@@ -131,7 +129,7 @@ In another terminal, from the repository root:
   export CRI_CONFIG_FILE=%s/crictl.yaml   # points crictl at %s
   C=%s D=%s
   $C version
-  $C pull busybox
+  $C images                             # the pause and busybox images our containerd has too
   POD=$($C runp $D/pod.json)
   CTR=$($C create $POD $D/container.json $D/pod.json)
   $C start $CTR && $C ps

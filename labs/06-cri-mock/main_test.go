@@ -5,17 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mylib/fakecri"
 )
 
 // patient bounds waits for things that take milliseconds; generous so a
@@ -32,24 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer collects the lab's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func shortDir(t *testing.T) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "lab06")
@@ -62,35 +48,23 @@ func shortDir(t *testing.T) string {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patient)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.PollTrue(t, what, patient, cond)
 }
 
-// startLab runs the lab in-process until the test ends.
-func startLab(t *testing.T, args ...string) (*syncBuffer, string) {
+// startLab runs the lab in-process until the test ends, on a socket of its
+// own, and checks at the end that it removed the socket.
+func startLab(t *testing.T, o options) (*testenv.Lines, string) {
 	t.Helper()
-	dir := shortDir(t)
-	sock := filepath.Join(dir, "mockcri.sock")
-	out := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"-socket", sock}, args...), out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("lab: %v", err)
-		}
-		if _, err := os.Stat(sock); !os.IsNotExist(err) {
-			t.Errorf("socket %s left behind", sock)
+	o.socket = filepath.Join(shortDir(t), "mockcri.sock")
+	t.Cleanup(func() { // runs after StartLab's own cleanup has stopped the lab
+		if _, err := os.Stat(o.socket); !os.IsNotExist(err) {
+			t.Errorf("socket %s left behind", o.socket)
 		}
 	})
-	eventually(t, "the lab to serve", func() bool { return strings.Contains(out.String(), "CRI calls appear below") })
-	return out, sock
+	lab := testenv.StartLab(t, func(ctx context.Context, out io.Writer, ready func(*fakecri.Server)) error {
+		return run(ctx, o, labenv.NewPrinter(out), ready)
+	})
+	return lab.Out, o.socket
 }
 
 // crictlPath returns a built crictl, building it once (under a file lock,
@@ -140,7 +114,7 @@ func TestCrictlAgainstTheLab(t *testing.T) {
 	crictl := crictlPath(t) // before LABS_STATE_DIR moves: crictl lives in the real state folder
 	stateDir := shortDir(t)
 	t.Setenv("LABS_STATE_DIR", stateDir)
-	out, _ := startLab(t)
+	out, _ := startLab(t, options{})
 	labDir := filepath.Join(stateDir, "06-cri-mock")
 
 	cc := func(args ...string) string {
@@ -178,15 +152,19 @@ func TestCrictlAgainstTheLab(t *testing.T) {
 	if err := json.Unmarshal([]byte(cc("info")), &info); err != nil || len(info.Status.Conditions) != 2 || !info.Status.Conditions[0].Status {
 		t.Fatalf("info: %+v %v", info, err)
 	}
-	want("pull", cc("pull", "busybox"), `Image is up to date for sha256:[0-9a-f]{64}`)
-	want("images", cc("images"), `docker.io/library/busybox\s+latest`)
+	// the course's images, as on our containerd; a pull of one it has is
+	// instant, as there
+	images := cc("images")
+	want("images", images, `(?m)^localhost/kubelet-labs/busybox\s+1\.35\.0\s`)
+	want("images", images, `(?m)^localhost/kubelet-labs/pause\s+1\.0\s`)
+	want("pull", cc("pull", labruntime.BusyboxImage), `Image is up to date for sha256:[0-9a-f]{64}`)
 
 	pod := strings.TrimSpace(cc("runp", filepath.Join(labDir, "pod.json")))
 	want("runp", pod, `^[0-9a-f]{64}$`)
 	ctr := strings.TrimSpace(cc("create", pod, filepath.Join(labDir, "container.json"), filepath.Join(labDir, "pod.json")))
 	want("create", ctr, `^[0-9a-f]{64}$`)
 	cc("start", ctr)
-	want("ps", cc("ps"), ctr[:13]+`\s+docker.io/library/busybox:latest\s+.*Running\s+hello\s+0\s+`+pod[:13]+`\s+hello\s+lab06`)
+	want("ps", cc("ps"), ctr[:13]+`\s+localhost/kubelet-labs/busybox:1\.35\.0\s+.*Running\s+hello\s+0\s+`+pod[:13]+`\s+hello\s+lab06`)
 	want("pods", cc("pods"), pod[:13]+`\s+.*Ready\s+hello\s+lab06`)
 	want("inspect", cc("inspect", ctr), `"state": "CONTAINER_RUNNING"`)
 	want("inspectp", cc("inspectp", pod), `"ip": "10\.88\.`)
@@ -244,11 +222,11 @@ func ccStdin(t *testing.T, crictl, labDir, stdin string, args ...string) string 
 }
 
 // labProcess runs this test binary as the lab's real main.
-func labProcess(t *testing.T, stateDir string, args ...string) (*exec.Cmd, *syncBuffer) {
+func labProcess(t *testing.T, stateDir string, args ...string) (*exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "LAB06_MAIN=1", "LABS_STATE_DIR="+stateDir)
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -301,7 +279,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 }
 
 func TestSocketInUseFails(t *testing.T) {
-	_, sock := startLab(t)
+	_, sock := startLab(t, options{})
 	cmd, out := labProcess(t, shortDir(t), "-socket", sock)
 	if code := waitExit(t, cmd); code == 0 {
 		t.Fatalf("second lab on a live socket exited 0:\n%s", out.String())

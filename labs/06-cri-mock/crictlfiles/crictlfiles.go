@@ -1,4 +1,14 @@
-package main
+// Package crictlfiles writes the files lab 06's walk-through hands to
+// crictl: crictl.yaml (which socket to talk to) and three CRI requests,
+// pod.json for `crictl runp` and container.json / ignore-sigterm.json for
+// `crictl create`.
+//
+// They are generated, not committed, because a sandbox's log_directory
+// must be an absolute path and the repository can live anywhere. They are
+// written in the CRI's own JSON field names — what crictl runp/create
+// parse — so they double as a reading exercise: this is (a small part of)
+// what the kubelet sends in RunPodSandbox and CreateContainer.
+package crictlfiles
 
 import (
 	"encoding/json"
@@ -7,43 +17,46 @@ import (
 	"path/filepath"
 )
 
-// The crictl configs are generated, not committed, because a sandbox's
-// log_directory must be an absolute path and the repository can live
-// anywhere. They are written in the CRI's own JSON field names — what
-// crictl runp/create parse — so they double as a reading exercise: this
-// is (a small part of) what the kubelet sends in RunPodSandbox and
-// CreateContainer.
+// Pod is what the requests name: the pod hello in namespace lab06.
+const (
+	PodName      = "hello"
+	PodNamespace = "lab06"
+	PodUID       = "lab06-hello-0001"
+)
 
-func writeExamples(dir, endpoint string) error {
-	logDir := filepath.Join(dir, "logs", "hello")
+// Write writes crictl.yaml for endpoint and the requests, whose containers
+// run image, into dir.
+func Write(dir, endpoint, image string) error {
+	logDir := filepath.Join(dir, "logs", PodName)
 	pod := map[string]any{
 		"metadata": map[string]any{
-			"name": "hello", "namespace": "lab06", "uid": "lab06-hello-0001", "attempt": 0,
+			"name": PodName, "namespace": PodNamespace, "uid": PodUID, "attempt": 0,
 		},
-		"hostname":      "hello",
+		"hostname":      PodName,
 		"log_directory": logDir,
-		"labels":        map[string]string{"app": "hello"},
+		"labels":        map[string]string{"app": PodName},
 		"dns_config": map[string]any{
-			"servers": []string{"10.96.0.10"}, "searches": []string{"lab06.svc.cluster.local"},
+			"servers": []string{"10.96.0.10"}, "searches": []string{PodNamespace + ".svc.cluster.local"},
 		},
 		// crictl warns without a cgroup parent; the mock has no cgroups
 		// and only records it.
-		"linux": map[string]any{"cgroup_parent": "/kubepods/besteffort/podlab06-hello-0001"},
+		"linux": map[string]any{"cgroup_parent": "/kubepods/besteffort/pod" + PodUID},
 	}
 	// The io.kubernetes.* labels are the ones the kubelet puts on every
 	// container (pkg/kubelet/kuberuntime/labels.go); crictl ps reads the
-	// POD and NAMESPACE columns from them.
+	// POD and NAMESPACE columns from them, and a PLEG groups containers
+	// into pods by the pod UID (lab 07).
 	kubeletLabels := func(name string) map[string]string {
 		return map[string]string{
-			"io.kubernetes.pod.name":       "hello",
-			"io.kubernetes.pod.namespace":  "lab06",
-			"io.kubernetes.pod.uid":        "lab06-hello-0001",
+			"io.kubernetes.pod.name":       PodName,
+			"io.kubernetes.pod.namespace":  PodNamespace,
+			"io.kubernetes.pod.uid":        PodUID,
 			"io.kubernetes.container.name": name,
 		}
 	}
 	ctr := map[string]any{
 		"metadata": map[string]any{"name": "hello", "attempt": 0},
-		"image":    map[string]any{"image": "busybox"},
+		"image":    map[string]any{"image": image},
 		"command":  []string{"sh", "-c", "echo hello from the mock runtime; while true; do echo tick; sleep 5; done"},
 		"envs":     []map[string]string{{"key": "GREETING", "value": "hello"}},
 		"log_path": "hello.log",
@@ -51,7 +64,7 @@ func writeExamples(dir, endpoint string) error {
 	}
 	stubborn := map[string]any{
 		"metadata": map[string]any{"name": "stubborn", "attempt": 0},
-		"image":    map[string]any{"image": "busybox"},
+		"image":    map[string]any{"image": image},
 		// The same command ignores SIGTERM on containerd: a trap with an
 		// empty action. fakecri also honours an annotation (see README).
 		"command":  []string{"sh", "-c", "trap '' TERM; echo ignoring SIGTERM; while true; do sleep 1; done"},
