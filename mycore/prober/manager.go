@@ -10,6 +10,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/prober/results"
 	kubeutil "k8s.io/kubernetes/pkg/kubelet/util"
+	"k8s.io/utils/clock"
 )
 
 // StatusProvider is where workers find a pod's IP, its containers' IDs
@@ -33,6 +34,10 @@ type Options struct {
 	Liveness, Readiness, Startup results.Manager
 	// Log gets one line per failed probe and per result change; nil is silent.
 	Log func(format string, args ...any)
+	// Clock paces the workers (periods, the start-up spread, initial
+	// delays); nil: real time. Tests step a fake clock instead of
+	// sleeping through periods.
+	Clock clock.WithTicker
 }
 
 // Manager runs the probes of the node's pods (the kubelet's prober
@@ -82,7 +87,10 @@ func NewManager(o Options) *Manager {
 			*r = results.NewManager()
 		}
 	}
-	m := &Manager{o: o, log: o.Log, prober: newProber(o.Runner), start: time.Now(), workers: map[probeKey]*worker{}}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	m := &Manager{o: o, log: o.Log, prober: newProber(o.Runner), start: o.Clock.Now(), workers: map[probeKey]*worker{}}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

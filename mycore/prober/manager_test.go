@@ -14,22 +14,33 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/prober/results"
+	testingclock "k8s.io/utils/clock/testing"
 	utilexec "k8s.io/utils/exec"
 
+	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/prober"
 )
 
-// statuses stands in for the status manager's cache.
+// statuses stands in for the status manager's cache. Every probe round of
+// a worker starts by reading it, so reads counts rounds.
 type statuses struct {
-	mu sync.Mutex
-	m  map[types.UID]v1.PodStatus
+	mu    sync.Mutex
+	m     map[types.UID]v1.PodStatus
+	reads int
 }
 
 func (s *statuses) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	st, ok := s.m[uid]
 	return *st.DeepCopy(), ok
+}
+
+func (s *statuses) rounds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
 }
 
 // set records one running container, started or not, with the given ID.
@@ -90,14 +101,19 @@ type env struct {
 	m   *prober.Manager
 	st  *statuses
 	run *runner
+	clk *testingclock.FakeClock
 }
 
 // newEnv starts a manager over fakes and stops it at the end of the test,
-// then checks no goroutine is left.
+// then checks no goroutine is left. Its clock is fake and stands a minute
+// after the node started, so a new worker probes at once (no start-up
+// spread) and then once per tick.
 func newEnv(t *testing.T, answer func(ctx context.Context, cmd string) error) *env {
 	ignore := goleak.IgnoreCurrent()
-	e := &env{st: &statuses{m: map[types.UID]v1.PodStatus{}}, run: &runner{calls: map[string]int{}, answer: answer}}
-	e.m = prober.NewManager(prober.Options{Runner: e.run, Status: e.st, Log: t.Logf})
+	e := &env{st: &statuses{m: map[types.UID]v1.PodStatus{}}, run: &runner{calls: map[string]int{}, answer: answer},
+		clk: testingclock.NewFakeClock(time.Now())}
+	e.m = prober.NewManager(prober.Options{Runner: e.run, Status: e.st, Log: t.Logf, Clock: e.clk})
+	e.clk.Step(time.Minute)
 	t.Cleanup(func() {
 		e.m.Stop()
 		if n := e.m.Workers(); n != 0 {
@@ -106,6 +122,18 @@ func newEnv(t *testing.T, answer func(ctx context.Context, cmd string) error) *e
 		goleak.VerifyNone(t, ignore)
 	})
 	return e
+}
+
+// tick moves the clock one probe period (1 s) and waits until the pod's
+// workers (how many) have each begun their next round. Waiting for the
+// round also means the tick was taken, so the next tick is not lost to a
+// full ticker channel; and a worker's round N has finished once its round
+// N+1 has begun.
+func (e *env) tick(t *testing.T, workers int) {
+	t.Helper()
+	want := e.st.rounds() + workers
+	e.clk.Step(time.Second)
+	testenv.PollTrue(t, "the workers' next round", 5*time.Second, func() bool { return e.st.rounds() >= want })
 }
 
 // next is the next update of a results cache, or a failure after timeout.
@@ -129,18 +157,21 @@ func TestLivenessFailureThreshold(t *testing.T) {
 	e.st.set(pod, "c1", true)
 	e.m.AddPod(pod)
 
+	// Round 1 at once: the initial Success, then the first failed probe.
 	if u := next(t, e.m.Liveness(), 5*time.Second); u.Result != results.Success || u.ContainerID.ID != "c1" {
 		t.Fatalf("first update %+v, want the initial Success of c1", u)
 	}
-	start := time.Now()
-	if u := next(t, e.m.Liveness(), 10*time.Second); u.Result != results.Failure {
+	e.tick(t, 1) // failure 2
+	e.tick(t, 1) // failure 3
+	if u := next(t, e.m.Liveness(), 5*time.Second); u.Result != results.Failure {
 		t.Fatalf("update %+v, want Failure", u)
 	}
-	t.Logf("Failure after %s (3 failures, period 1 s)", time.Since(start).Round(time.Millisecond))
 	if n := e.run.count("alive"); n != 3 {
 		t.Errorf("Failure after %d probes, want 3 (failureThreshold)", n)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	for range 3 { // three more periods, the last two rounds over
+		e.tick(t, 1)
+	}
 	if n := e.run.count("alive"); n != 3 {
 		t.Errorf("%d probes: the worker kept probing a container that failed liveness", n)
 	}
@@ -148,15 +179,17 @@ func TestLivenessFailureThreshold(t *testing.T) {
 	// The kubelet restarted it: a new container ID, probed again.
 	e.run.setAnswer(func(context.Context, string) error { return exitOK })
 	e.st.set(pod, "c2", true)
+	e.tick(t, 1)
 	if u := next(t, e.m.Liveness(), 5*time.Second); u.Result != results.Success || u.ContainerID.ID != "c2" {
 		t.Fatalf("update %+v, want the initial Success of c2", u)
 	}
 	if r, ok := e.m.Liveness().Get(kubecontainer.ContainerID{Type: "fake", ID: "c1"}); ok {
 		t.Errorf("c1 still has a result (%v): the replaced container's result must go", r)
 	}
-	time.Sleep(1500 * time.Millisecond)
-	if n := e.run.count("alive"); n < 4 {
-		t.Errorf("c2 was not probed (%d probes in all)", n)
+	e.tick(t, 1)
+	e.tick(t, 1)
+	if n := e.run.count("alive"); n < 5 {
+		t.Errorf("c2 was not probed every period (%d probes in all, want 3 + at least 2)", n)
 	}
 }
 
@@ -183,7 +216,8 @@ func TestStartupGatesReadiness(t *testing.T) {
 	if u := next(t, e.m.Readiness(), 5*time.Second); u.Result != results.Failure {
 		t.Fatalf("first readiness update %+v, want the initial Failure", u)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	e.tick(t, 2) // both workers: startup probes again, readiness waits
+	e.tick(t, 2)
 	if n := e.run.count("ready"); n != 0 {
 		t.Fatalf("the readiness probe ran %d times before the startup probe succeeded", n)
 	}
@@ -199,6 +233,7 @@ func TestStartupGatesReadiness(t *testing.T) {
 	mu.Lock()
 	startedUp = true
 	mu.Unlock()
+	e.tick(t, 2)
 	if u := next(t, e.m.Startup(), 5*time.Second); u.Result != results.Success {
 		t.Fatalf("startup update %+v, want Success", u)
 	}
@@ -271,14 +306,8 @@ func TestWorkersEnd(t *testing.T) {
 		t.Fatalf("%d workers, want 5 (one per probe)", n)
 	}
 	e.m.RemovePod(a)
-	deadline := time.Now().Add(5 * time.Second)
-	for e.m.Workers() != 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := e.m.Workers(); n != 2 {
-		t.Fatalf("%d workers after RemovePod(a), want b's 2", n)
-	}
-	time.Sleep(1500 * time.Millisecond) // let b's liveness probe hang
+	testenv.PollTrue(t, "b's 2 workers left after RemovePod(a)", 5*time.Second, func() bool { return e.m.Workers() == 2 })
+	testenv.PollTrue(t, "b's liveness probe in flight", 5*time.Second, func() bool { return e.run.count("hang") == 1 })
 	start := time.Now()
 	e.m.Stop()
 	t.Logf("Stop with a probe in flight took %s", time.Since(start).Round(time.Millisecond))

@@ -74,21 +74,22 @@ func (w *worker) trigger() {
 func (w *worker) run() {
 	defer w.m.wg.Done()
 	defer w.m.removeWorker(w)
+	clk := w.m.o.Clock
 	period := time.Duration(max(w.spec.PeriodSeconds, 1)) * time.Second
 
 	// Right after the node starts, spread the workers of pods that were
 	// already running over one period instead of probing all at once.
-	if period > time.Since(w.m.start) {
-		t := time.NewTimer(rand.N(period))
+	if period > clk.Since(w.m.start) {
+		t := clk.NewTimer(rand.N(period))
 		select {
 		case <-w.ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
+	ticker := clk.NewTicker(period)
+	defer func() { ticker.Stop() }()
 	defer func() {
 		if !w.containerID.IsEmpty() {
 			w.results.Remove(w.containerID)
@@ -98,9 +99,12 @@ func (w *worker) run() {
 		select {
 		case <-w.ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C():
 		case <-w.manual:
-			ticker.Reset(period) // the next periodic probe counts from now
+			// The next periodic probe counts from now (upstream:
+			// probeTicker.Reset). clock.Ticker has no Reset: a new one.
+			ticker.Stop()
+			ticker = clk.NewTicker(period)
 		}
 	}
 }
@@ -165,7 +169,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 		w.results.Set(w.containerID, results.Success, w.pod)
 		return false
 	}
-	if int32(time.Since(c.State.Running.StartedAt.Time).Seconds()) < w.spec.InitialDelaySeconds {
+	if int32(w.m.o.Clock.Since(c.State.Running.StartedAt.Time).Seconds()) < w.spec.InitialDelaySeconds {
 		return true
 	}
 	// The startup probe gates the others (:335-346).
@@ -177,9 +181,9 @@ func (w *worker) doProbe() (keepGoing bool) {
 		return true // not started yet: liveness and readiness wait
 	}
 
-	began := time.Now()
+	began := w.m.o.Clock.Now()
 	result, output, err := w.m.prober.probe(w.ctx, w.kind, w.pod, status, w.container, w.containerID)
-	took := time.Since(began).Round(time.Millisecond)
+	took := w.m.o.Clock.Since(began).Round(time.Millisecond)
 	if err != nil {
 		// The probe could not run (not: it failed); throw it away.
 		if w.ctx.Err() == nil {
