@@ -1,0 +1,343 @@
+package readmerun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Session is a learner's checkout and terminal: a fresh copy of the
+// repository, a shell environment that carries over from block to block
+// (an `export` in one block holds in the next), and the programs left
+// running in the background.
+type Session struct {
+	// Dir is the copy of the repository the commands run in.
+	Dir string
+	// Timeout of a block without one of its own.
+	Timeout time.Duration
+	// RealPath is the repository the copy was made from: in output, both
+	// paths read as /path/to/kubelet-labs, as the READMEs show them.
+	RealPath string
+
+	envFile  string
+	sessions []*background // backgrounds that live until Close
+}
+
+// Shown is how the READMEs write the path of the learner's checkout.
+const Shown = "/path/to/kubelet-labs"
+
+// NewSession copies the repository at root (its files as git sees them,
+// uncommitted ones included; no .labs) into a short temporary folder — the
+// mock's sockets live under .labs/ and a socket path must stay under 108
+// bytes — and seeds the copy's .labs/bin with links to the built binaries
+// in binDir (lab 00's README says the first start builds them; the runner
+// does not spend 8 minutes proving it again) and its .labs/containerd with
+// a link to the running containerd's folder, if any (started by root with
+// `sudo scripts/containerd-up.sh`, which the runner cannot type).
+func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "readme-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Session{Dir: filepath.Join(dir, "kubelet-labs"), Timeout: 15 * time.Minute, RealPath: root, envFile: filepath.Join(dir, "env")}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	if err := copyCheckout(root, s.Dir); err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(s.Dir, ".labs", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	entries, err := os.ReadDir(binDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && !strings.HasSuffix(e.Name(), "version") && !strings.Contains(e.Name(), "stamp") {
+			continue // locks
+		}
+		if err := os.Symlink(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if containerdDir != "" {
+		if err := os.Symlink(containerdDir, filepath.Join(s.Dir, ".labs", "containerd")); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s
+}
+
+// copyCheckout copies the files git knows of (tracked, and untracked but not
+// ignored) from root to dst.
+func copyCheckout(root, dst string) error {
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		return fmt.Errorf("git ls-files in %s: %w", root, err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		fi, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, to); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// script wraps a block: the environment of the blocks before it, and this
+// block's environment saved for the next one when it ends.
+func (s *Session) script(body string, strict bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[ -f %q ] && source %q 2>/dev/null\n", s.envFile, s.envFile)
+	fmt.Fprintf(&b, "trap 'export -p > %q.new && mv %q.new %q' EXIT\n", s.envFile, s.envFile, s.envFile)
+	if strict {
+		b.WriteString("set -e -o pipefail\n")
+	}
+	b.WriteString(body)
+	return b.String()
+}
+
+// command is bash running script in the checkout, in a process group of its
+// own (Ctrl-C goes to the whole group, as a terminal sends it).
+func (s *Session) command(script string) *exec.Cmd {
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = s.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "KUBECONFIG", "LABS_STATE_DIR", "CONTAINER_RUNTIME_ENDPOINT", "GOFLAGS":
+			continue // a learner's fresh terminal has none of ours
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = append(env, "GOFLAGS=-buildvcs=false")
+	return cmd
+}
+
+// shownPaths turns the checkout's real paths into the one the READMEs show.
+func (s *Session) shownPaths(out string) string {
+	out = strings.ReplaceAll(out, s.Dir, Shown)
+	if s.RealPath != "" {
+		out = strings.ReplaceAll(out, s.RealPath, Shown)
+	}
+	return out
+}
+
+// Run runs one README's blocks, in order; it fails t at the first block
+// that does not do what the README says, and stops the README's background
+// programs at the end.
+func (s *Session) Run(t *testing.T, blocks []Block) {
+	var local []*background
+	defer func() {
+		for i := len(local) - 1; i >= 0; i-- {
+			local[i].stop(t, s)
+		}
+	}()
+	for _, b := range blocks {
+		timeout := b.Timeout
+		if timeout == 0 {
+			timeout = s.Timeout
+		}
+		switch b.Kind {
+		case Skip:
+			t.Logf("line %d: not run (%s):\n%s", b.Line, b.Reason, b.Script)
+		case Run:
+			s.runBlock(t, b, timeout)
+		case Background:
+			bg := s.start(t, b, timeout)
+			if b.Session {
+				s.sessions = append(s.sessions, bg)
+			} else {
+				local = append(local, bg)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// Close stops the session's background programs (lab 00), last first.
+func (s *Session) Close(t *testing.T) {
+	for i := len(s.sessions) - 1; i >= 0; i-- {
+		s.sessions[i].stop(t, s)
+	}
+	s.sessions = nil
+}
+
+func (s *Session) runBlock(t *testing.T, b Block, timeout time.Duration) {
+	t.Helper()
+	cmd := s.command(s.script(b.Script, b.Exit == 0))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("line %d: %v", b.Line, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("line %d: still running after %s (a program that stays in the foreground needs <!-- run: background ready=\"…\" -->):\n%s\noutput:\n%s", b.Line, timeout, b.Script, out.String())
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything it left behind
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("line %d: %v", b.Line, err)
+	}
+	shown := s.shownPaths(out.String())
+	t.Logf("line %d (%s, exit %d):\n$ %s%s", b.Line, time.Since(start).Round(time.Millisecond), code, strings.ReplaceAll(strings.TrimRight(b.Script, "\n"), "\n", "\n$ "), indent(shown))
+	if code != b.Exit {
+		t.Fatalf("line %d: exit code %d, the README says %d:\n%s\noutput:\n%s", b.Line, code, b.Exit, b.Script, shown)
+	}
+	if b.Output != nil {
+		if err := Match(*b.Output, shown); err != nil {
+			t.Fatalf("line %d: the output the README shows (line %d) is not what came out: %v\nreal output:\n%s", b.Line, b.OutputLine, err, shown)
+		}
+	}
+}
+
+// background is a program a README leaves running.
+type background struct {
+	b    Block
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func (s *Session) start(t *testing.T, b Block, timeout time.Duration) *background {
+	t.Helper()
+	bg := &background{b: b, out: &syncBuffer{}, done: make(chan struct{})}
+	bg.cmd = s.command(s.script(b.Script, false))
+	bg.cmd.Stdout, bg.cmd.Stderr = bg.out, bg.out
+	if err := bg.cmd.Start(); err != nil {
+		t.Fatalf("line %d: %v", b.Line, err)
+	}
+	go func() { bg.err = bg.cmd.Wait(); close(bg.done) }()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if strings.Contains(bg.out.String(), b.Ready) {
+			t.Logf("line %d: running in the background, ready:\n$ %s%s", b.Line, strings.TrimRight(b.Script, "\n"), indent(s.shownPaths(bg.out.String())))
+			return bg
+		}
+		select {
+		case <-bg.done:
+			t.Fatalf("line %d: exited (%v) before it printed %q:\n%s\noutput:\n%s", b.Line, bg.err, b.Ready, b.Script, s.shownPaths(bg.out.String()))
+		case <-deadline:
+			bg.kill()
+			t.Fatalf("line %d: not ready (%q) after %s:\n%s\noutput:\n%s", b.Line, b.Ready, timeout, b.Script, s.shownPaths(bg.out.String()))
+		case <-tick.C:
+		}
+	}
+}
+
+func (bg *background) kill() {
+	_ = syscall.Kill(-bg.cmd.Process.Pid, syscall.SIGKILL)
+	<-bg.done
+}
+
+// stop presses Ctrl-C, as the README tells the learner to: the program must
+// end on its own, with exit 0, within a minute; then its whole output is
+// compared with what the README shows.
+func (bg *background) stop(t *testing.T, s *Session) {
+	t.Helper()
+	select {
+	case <-bg.done:
+		t.Errorf("line %d: ended before Ctrl-C (%v):\n%s", bg.b.Line, bg.err, s.shownPaths(bg.out.String()))
+		return
+	default:
+	}
+	_ = syscall.Kill(-bg.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-bg.done:
+	case <-time.After(time.Minute):
+		bg.kill()
+		t.Errorf("line %d: still running a minute after Ctrl-C:\n%s", bg.b.Line, s.shownPaths(bg.out.String()))
+		return
+	}
+	shown := s.shownPaths(bg.out.String())
+	if bg.err != nil {
+		t.Errorf("line %d: %v after Ctrl-C (a lab cleans up and exits 0):\n%s", bg.b.Line, bg.err, shown)
+	}
+	if bg.b.Output != nil {
+		if err := Match(*bg.b.Output, shown); err != nil {
+			t.Errorf("line %d: the output the README shows (line %d) is not what came out: %v\nreal output:\n%s", bg.b.Line, bg.b.OutputLine, err, shown)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func indent(out string) string {
+	if out == "" {
+		return ""
+	}
+	return "\n    " + strings.ReplaceAll(strings.TrimRight(out, "\n"), "\n", "\n    ")
+}
+
+var _ io.Writer = (*syncBuffer)(nil)
