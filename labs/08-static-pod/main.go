@@ -1,8 +1,8 @@
 // Lab 08 runs static pods the kubelet's way: pod manifests in a folder on
-// the node, read by the kubelet's own file source (config.NewSourceFile)
-// through its own PodConfig, into its pod manager; and for each static pod
-// a mirror pod in the apiserver, written by the kubelet's own mirror
-// client, so `kubectl get pods` shows what the node runs on its own.
+// the node, read by the kubelet's file source into its pod manager; and
+// for each static pod a mirror pod in the apiserver, written by the
+// kubelet's own mirror client, so `kubectl get pods` shows what the node
+// runs on its own.
 //
 //	go run ./labs/08-static-pod
 //	cp labs/08-static-pod/web.yaml <the manifests folder it prints>/
@@ -12,21 +12,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/kubelet/config"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -48,28 +39,35 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-08", "name of the node to join; static pods are named NAME-<node-name>")
-	flag.StringVar(&o.manifests, "manifests", "", "static pod folder (kubelet: staticPodPath) (default: manifests/ in the node's state folder, nodes/<node-name>/)")
-	flag.DurationVar(&o.fileCheck, "file-check-frequency", 20*time.Second, "how often the folder is listed again besides inotify (kubelet: fileCheckFrequency)")
-	flag.DurationVar(&o.housekeeping, "housekeeping-interval", 2*time.Second, "how often mirror pods are reconciled and orphans deleted (kubelet: housekeepingPeriod, fixed at 2s)")
-	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
-	}
-	// The file source's goroutines never stop (see below): exit, rather
-	// than return to a caller that would inherit them.
-	os.Exit(0)
+	labenv.Main(labenv.Lab{
+		Name:  "08-static-pod",
+		Flags: o.flags,
+		Check: o.check,
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
 }
 
-func run(ctx context.Context, o options, w io.Writer) error {
-	out := &lockedWriter{w: w}
+func (o *options) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.nodeName, "node-name", "lab-node-08", "name of the node to join; static pods are named NAME-<node-name>")
+	fs.StringVar(&o.manifests, "manifests", "", "static pod folder (kubelet: staticPodPath) (default: manifests/ in the node's state folder, nodes/<node-name>/)")
+	fs.DurationVar(&o.fileCheck, "file-check-frequency", podconfig.DefaultFileCheckFrequency, "how often the folder is listed again besides inotify (kubelet: fileCheckFrequency)")
+	fs.DurationVar(&o.housekeeping, "housekeeping-interval", 2*time.Second, "how often mirror pods are reconciled and orphans deleted (kubelet: housekeepingPeriod, fixed at 2s)")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+}
+
+func (o *options) check() error {
 	if o.timeout <= 0 || o.fileCheck <= 0 || o.housekeeping <= 0 {
 		return fmt.Errorf("--timeout, --file-check-frequency and --housekeeping-interval must be positive")
+	}
+	return labenv.CheckNodeName(o.nodeName)
+}
+
+// run is the lab; ready (tests) is handed the manifests folder once both
+// sources have sent their first update.
+func run(ctx context.Context, o options, out *labenv.Printer, ready func(manifests string)) error {
+	if err := o.check(); err != nil {
+		return err
 	}
 	if o.manifests != "" { // before joining: a wrong flag should cost nothing
 		if err := ensureFolder(o.manifests); err != nil {
@@ -82,13 +80,13 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	nodeDir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return err
 	}
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: nodeDir, Name: o.nodeName, Lab: "08-static-pod", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -101,69 +99,87 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	if err := ensureFolder(dir); err != nil {
 		return err
 	}
-
-	// The kubelet's config code reports bad manifests only through its
-	// logger: give it one that prints each problem as one line.
-	logger := podconfig.LineLogger(func(l string) { out.printf("kubelet:  %s", l) }, 0, time.Minute)
-	ctx = klog.NewContext(ctx, logger)
-
-	// 2. The event recorder the kubelet hands to PodConfig: events go to
-	// the apiserver as the node (PodConfig only records one when two
-	// pods of one source share a name).
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: j.Client.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.nodeName})
-
-	// 3. The kubelet's own config plumbing (kubelet.go:382-388): PodConfig
-	// and the file source. Neither stops: NewSourceFile starts a
-	// goroutine that loops forever and a watcher under wait.Forever
-	// (file.go:94-113, file_linux.go:53), and PodConfig's channel reader
-	// ranges over a channel nobody closes (mux.go:73,79). This program
-	// exits when it is done, as the kubelet does.
-	podCfg := config.NewPodConfig(recorder, noStartupSLI{})
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	config.NewSourceFile(logger, dir, types.NodeName(o.nodeName), o.fileCheck, podCfg.Channel(ctx, kubetypes.FileSource))
-	out.printf("static pod folder (kubelet: staticPodPath): %s", dir)
-	out.printf("  try: cp labs/08-static-pod/web.yaml %s/", dir)
 
-	// 4. The apiserver source: mirror pods (and any pod bound to us).
-	apiserver := podconfig.Watch(ctx, j.Client, o.nodeName)
+	// The kubelet's config code reports bad manifests only through its
+	// logger: give it one that prints each problem as one line.
+	logger := podconfig.LineLogger(func(l string) { out.Printf("kubelet:  %s", l) }, 0, time.Minute)
+	ctx = klog.NewContext(ctx, logger)
 
-	// 5. The pod manager, and the mirror reconcile over the real client.
+	// 2. The two sources of pods, each a channel of ops (ADD, UPDATE,
+	// DELETE, RECONCILE, REMOVE). The file source is what the kubelet
+	// starts at kubelet.go:385-388 — config.NewSourceFile feeding
+	// PodConfig — in a version that stops: the kubelet's own never does
+	// (a goroutine looping forever at file.go:94-111, a watch under
+	// wait.Forever at file_linux.go:53, and PodConfig's reader ranging
+	// over a channel nobody closes, mux.go:73-79), which is fine for a
+	// kubelet that lives as long as its process and not for a lab that
+	// should end cleanly. mycore/podconfig's TestFilesMatchUpstream runs
+	// both on one folder: the same pods, UIDs and annotations.
+	sources, stopSources := context.WithCancel(ctx)
+	files := podconfig.Files(sources, logger, dir, o.nodeName, o.fileCheck)
+	out.Printf("static pod folder (kubelet: staticPodPath): %s", dir)
+	out.Printf("  try: cp labs/08-static-pod/web.yaml %s/", dir)
+	// The apiserver source: mirror pods (and any pod bound to us).
+	apiserver := podconfig.Watch(sources, j.Client, o.nodeName)
+	defer func() {
+		// Each source closes its channel once its goroutines have
+		// returned: nothing of ours outlives run.
+		stopSources()
+		for range files {
+		}
+		for range apiserver {
+		}
+	}()
+
+	// 3. The pod manager, and the mirror reconcile over the real client.
 	pods := kubepod.NewBasicPodManager()
 	handler := podconfig.ManagerHandler{Pods: pods}
 	mirrors := &mirror.Reconciler{NodeName: o.nodeName, Pods: pods, Client: mirror.NewClient(j.Client, o.nodeName), Nodes: mirror.NodeGetter{Client: j.Client}}
 
-	// 6. The loop: syncLoopIteration's config branch, and housekeeping.
+	// 4. The loop: syncLoopIteration's config branch, and housekeeping.
 	dispatch := func(u kubetypes.PodUpdate) {
 		if u.Op == kubetypes.ADD && len(u.Pods) == 0 {
-			out.printf("%-9s %-9s (no pods yet; this first, empty update tells the kubelet the source is ready)", u.Source, "ADD")
+			out.Printf("%-9s %-9s (no pods yet; this first, empty update tells the kubelet the source is ready)", u.Source, "ADD")
 		}
 		for _, p := range u.Pods {
-			out.printf("%s", describe(u, p))
+			out.Printf("%s", describe(u, p))
 		}
 		if err := podconfig.Dispatch(ctx, u, handler); err != nil {
-			out.printf("  %v", err)
+			out.Printf("  %v", err)
+		}
+	}
+	// Until the apiserver source has listed once, we do not know which
+	// mirror pods exist.
+	apiSeen, filesSeen := false, false
+	seen := func(fromAPI bool) {
+		wasReady := apiSeen && filesSeen
+		apiSeen, filesSeen = apiSeen || fromAPI, filesSeen || !fromAPI
+		if !wasReady && apiSeen && filesSeen && ready != nil {
+			ready(dir)
 		}
 	}
 	// drain takes every update already waiting, so that a REMOVE and the
 	// ADD that follows it (an edited manifest: new hash, new UID) are both
-	// in the pod manager before we compare mirror pods.
-	apiSeen := false
+	// in the pod manager before we compare mirror pods. It says false once
+	// a source has closed: the lab is stopping.
 	drain := func() bool {
 		for {
 			select {
-			case u := <-podCfg.Updates():
+			case u, ok := <-files:
+				if !ok {
+					return false
+				}
 				dispatch(u)
+				seen(false)
 			case u, ok := <-apiserver:
 				if !ok {
 					return false
 				}
 				dispatch(u)
-				apiSeen = true
+				seen(true)
 			default:
 				return true
 			}
@@ -171,21 +187,16 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	print := func(actions []mirror.Action) {
 		for _, a := range actions {
-			out.printf("mirror    %s", a)
+			out.Printf("mirror    %s", a)
 		}
 	}
 	housekeeping := time.NewTicker(o.housekeeping)
 	defer housekeeping.Stop()
 	for {
-		var u kubetypes.PodUpdate
-		ok := true
 		select {
 		case <-ctx.Done():
-			out.printf("stopped: the Node and the mirror pods stay, as when a kubelet dies")
+			out.Printf("stopped: the Node and the mirror pods stay, as when a kubelet dies")
 			return nil
-		case u = <-podCfg.Updates():
-		case u, ok = <-apiserver:
-			apiSeen = apiSeen || ok
 		case <-housekeeping.C:
 			// HandlePodCleanups (kubelet_pods.go:1317-1329) deletes orphaned
 			// mirror pods; pod worker resyncs re-run the mirror check.
@@ -193,17 +204,24 @@ func run(ctx context.Context, o options, w io.Writer) error {
 				print(mirrors.Reconcile(ctx))
 			}
 			continue
+		case u, ok := <-files:
+			if !ok {
+				continue // closed only once ctx has ended: the first case follows
+			}
+			dispatch(u)
+			seen(false)
+		case u, ok := <-apiserver:
+			if !ok {
+				continue
+			}
+			dispatch(u)
+			seen(true)
 		}
-		if !ok {
-			return nil // ctx ended: the apiserver source closed its channel
-		}
-		dispatch(u)
 		if !drain() {
-			return nil
+			continue
 		}
 		// The kubelet's SyncPod calls tryReconcileMirrorPods for every
-		// static pod it syncs (kubelet.go:2185-2186). Until the apiserver
-		// source has listed once, we do not know which mirrors exist.
+		// static pod it syncs (kubelet.go:2185-2186).
 		if apiSeen {
 			print(mirrors.SyncStaticPods(ctx))
 		}
@@ -234,23 +252,4 @@ func describe(u kubetypes.PodUpdate, p *v1.Pod) string {
 			kubetypes.ConfigHashAnnotationKey)
 	}
 	return fmt.Sprintf("%-9s %-9s pod %s uid %s", from, podconfig.OpName(u.Op), kubecontainer.GetPodFullName(p), p.UID)
-}
-
-// noStartupSLI stands in for the kubelet's pod startup latency tracker:
-// PodConfig calls it for every non-static pod without a nil check
-// (config.go:205-207).
-type noStartupSLI struct{}
-
-func (noStartupSLI) ObservedPodOnWatch(*v1.Pod, time.Time) {}
-
-// lockedWriter serialises the heartbeat goroutines' lines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

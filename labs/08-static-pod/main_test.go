@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,49 +14,61 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/podconfig"
 )
-
-// The lab is tested as a built program: the kubelet's file source and
-// PodConfig start goroutines that never stop (file.go:94-113,
-// file_linux.go:53, mux.go:73-79), which in-process would outlive each
-// test. As a process, they end with it.
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 type lab struct {
-	*testenv.Program
+	*testenv.Lab[string]
 	node      string
 	manifests string
 	admin     kubernetes.Interface
 }
 
-// startLab runs the lab as node name, with its default manifests folder
-// in a fresh state folder, and waits until it watches the folder.
+// startLab runs the lab in-process as node name, with its default
+// manifests folder in a fresh state folder, and returns once both sources
+// have sent their first update. When the test ends the lab is stopped,
+// and no goroutine of it may be left.
 func startLab(t *testing.T, name string) *lab {
 	t.Helper()
+	testenv.NoLeaks(t)
 	cp := testenv.ControlPlane(t)
-	bin := testenv.BuildLab(t, "./labs/08-static-pod")
 	stateDir := t.TempDir()
-	p := testenv.StartProgram(t, bin, []string{state.EnvVar + "=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()}, "--node-name", name)
-	manifests := filepath.Join(stateDir, "nodes", name, "manifests")
-	p.WaitFor(t, "static pod folder (kubelet: staticPodPath): "+manifests, 2*time.Minute)
-	p.WaitFor(t, "api       ADD", time.Minute) // the apiserver source listed once
+	t.Setenv(state.EnvVar, stateDir)
 	admin := testenv.AdminClient(t)
-	t.Cleanup(func() {
+	t.Cleanup(func() { // after the lab has stopped: its mirror pods stay, as when a kubelet dies
 		zero := int64(0)
 		pods, _ := admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
 		for _, pod := range pods.Items {
 			_ = admin.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		}
 	})
-	return &lab{Program: p, node: name, manifests: manifests, admin: admin}
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, fileCheck: podconfig.DefaultFileCheckFrequency, housekeeping: 2 * time.Second, timeout: 2 * time.Minute}
+	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, ready func(string)) error {
+		return run(ctx, o, labenv.NewPrinter(out), ready)
+	})
+	if want := filepath.Join(stateDir, "nodes", name, "manifests"); l.L != want {
+		t.Fatalf("manifests folder %s, want the default %s", l.L, want)
+	}
+	return &lab{Lab: l, node: name, manifests: l.L, admin: admin}
+}
+
+// waitOutput waits until the lab has printed a line that contains every
+// one of parts.
+func (l *lab) waitOutput(t *testing.T, timeout time.Duration, parts ...string) {
+	t.Helper()
+	testenv.PollTrue(t, fmt.Sprintf("a line with %q in the lab's output:\n%s", parts, l.Out), timeout, func() bool {
+		_, ok := l.Out.First(time.Time{}, parts...)
+		return ok
+	})
 }
 
 // put writes a manifest the way a careful admin does: into a dot-file (the
@@ -88,14 +101,11 @@ spec:
 func (l *lab) waitMirror(t *testing.T, name, what string, ok func(*v1.Pod, error) bool) *v1.Pod {
 	t.Helper()
 	var got *v1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := l.admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	testenv.PollTrue(t, fmt.Sprintf("mirror pod %s: %s", name, what), time.Minute, func() bool {
+		p, err := l.admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		got = p
-		return ok(p, err), nil
+		return ok(p, err)
 	})
-	if err != nil {
-		t.Fatalf("mirror pod %s: %s did not happen within 1m:\n%s", name, what, l.Output())
-	}
 	return got
 }
 
@@ -132,7 +142,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 	if m2.UID == m1.UID || m2.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash {
 		t.Errorf("after the edit: uid %s (was %s), hash %s (was %s)", m2.UID, m1.UID, m2.Annotations[kubetypes.ConfigMirrorAnnotationKey], hash)
 	}
-	l.WaitFor(t, "the static pod now has hash", 30*time.Second)
+	l.waitOutput(t, 30*time.Second, "the static pod now has hash")
 
 	// kubectl delete pod: the node makes it again.
 	if err := l.admin.CoreV1().Pods("default").Delete(ctx, mirrorName, metav1.DeleteOptions{}); err != nil {
@@ -147,9 +157,11 @@ func TestStaticPodLifecycle(t *testing.T) {
 
 	// Bad manifests: one clear line each, and the lab goes on.
 	l.put(t, "noname.yaml", strings.Replace(manifest("x", "x"), "name: x\n", "", 1))
-	l.WaitFor(t, "noname.yaml\": invalid pod: name is needed for the pod", 30*time.Second)
+	// the watch or a full read reports it first, in different words: the
+	// file and the reason are in both
+	l.waitOutput(t, 30*time.Second, "kubelet:", "noname.yaml", "invalid pod: name is needed for the pod")
 	l.put(t, "broken.yaml", "this: is: not yaml\n  - [")
-	l.WaitFor(t, "broken.yaml: couldn't parse as pod", 30*time.Second)
+	l.waitOutput(t, 30*time.Second, "kubelet:", "broken.yaml", "yaml: mapping values are not allowed")
 	l.put(t, "db.yaml", manifest("db", "db"))
 	l.waitMirror(t, "db-"+l.node, "created after the bad manifests", func(p *v1.Pod, err error) bool { return err == nil })
 
@@ -158,12 +170,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.waitMirror(t, mirrorName, "deleted with its file", func(p *v1.Pod, err error) bool { return apierrors.IsNotFound(err) })
-	l.WaitFor(t, "delete-orphan web-"+l.node+"_default", 30*time.Second)
-	select {
-	case <-l.Exited():
-		t.Fatalf("the lab exited:\n%s", l.Output())
-	default:
-	}
+	l.waitOutput(t, 30*time.Second, "delete-orphan web-"+l.node+"_default")
 }
 
 // TestMirrorVisibleLatency measures static pod file → mirror pod visible
@@ -195,7 +202,7 @@ func TestMirrorVisibleLatency(t *testing.T) {
 					break wait
 				}
 			case <-deadline:
-				t.Fatalf("mirror of %s not seen within 1m:\n%s", name, l.Output())
+				t.Fatalf("mirror of %s not seen within 1m:\n%s", name, l.Out)
 			}
 		}
 	}
@@ -205,31 +212,40 @@ func TestMirrorVisibleLatency(t *testing.T) {
 		sorted[4].Round(time.Millisecond), sorted[0].Round(time.Millisecond), sorted[9].Round(time.Millisecond), took)
 }
 
-// TestBadInput: one clear line and exit code 1.
+// TestBadInput: a bad flag is one clear line and exit code 2, before
+// anything starts; no cluster is one line and exit code 1.
 func TestBadInput(t *testing.T) {
 	cp := testenv.ControlPlane(t)
-	bin := testenv.BuildLab(t, "./labs/08-static-pod")
 	stateDir := t.TempDir()
+	t.Setenv(state.EnvVar, stateDir)
 	file := filepath.Join(stateDir, "a-file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{state.EnvVar + "=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()}
+	exec := func(args ...string) (string, int) {
+		var o options
+		var stdout, stderr strings.Builder
+		code := labenv.Exec(labenv.Lab{Name: "08-static-pod", Flags: o.flags, Check: o.check,
+			Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) }},
+			args, &stdout, &stderr)
+		return stdout.String() + stderr.String(), code
+	}
 	for _, c := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--node-name", "Lab_Node"}, `node name "Lab_Node" is not valid`},
-		{[]string{"--manifests", file}, "manifests folder"},
-		{[]string{"--housekeeping-interval", "0"}, "must be positive"},
+		{[]string{"--node-name", "Lab_Node"}, 2, `--node-name "Lab_Node" is not a valid Node name`},
+		{[]string{"--housekeeping-interval", "0"}, 2, "must be positive"},
+		{[]string{"--kubeconfig", cp.AdminKubeconfig(), "--manifests", file}, 1, "manifests folder"},
 	} {
-		out, code := testenv.RunProgram(t, bin, env, c.args...)
-		if code != 1 || !strings.Contains(out, "error: ") || !strings.Contains(out, c.want) {
-			t.Errorf("%v: exit %d, output:\n%s\nwant exit 1 and %q", c.args, code, out, c.want)
+		out, code := exec(c.args...)
+		if code != c.code || !strings.Contains(out, "error: ") || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, output:\n%s\nwant exit %d and %q", c.args, code, out, c.code, c.want)
 		}
 	}
-	out, code := testenv.RunProgram(t, bin, []string{state.EnvVar + "=" + stateDir, "KUBECONFIG="})
-	if code != 1 || !strings.Contains(out, "00-cluster") {
+	t.Setenv("KUBECONFIG", "")
+	if out, code := exec(); code != 1 || !strings.Contains(out, "00-cluster") {
 		t.Errorf("no cluster: exit %d:\n%s", code, out)
 	}
 }
