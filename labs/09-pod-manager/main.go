@@ -14,14 +14,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,25 +37,33 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	flag.StringVar(&o.nodeName, "node-name", "lab-node-09", "name of the node to join; pods bound to it (spec.nodeName) are watched")
-	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	flag.Parse()
+	labenv.Main(labenv.Lab{
+		Name:  "09-pod-manager",
+		Flags: o.flags,
+		Check: o.check,
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, nil); err != nil {
-		labenv.Fatal(err)
+func (o *options) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.nodeName, "node-name", "lab-node-09", "name of the node to join; pods bound to it (spec.nodeName) are watched")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+}
+
+func (o *options) check() error {
+	if o.timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive")
 	}
+	return labenv.CheckNodeName(o.nodeName)
 }
 
 // observer is told about every update after it was dispatched (tests).
 type observer func(u kubetypes.PodUpdate, pods kubepod.Manager)
 
-func run(ctx context.Context, o options, w io.Writer, observe observer) error {
-	out := &lockedWriter{w: w}
-	if o.timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive")
+func run(ctx context.Context, o options, out *labenv.Printer, observe observer) error {
+	if err := o.check(); err != nil {
+		return err
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
@@ -68,13 +71,13 @@ func run(ctx context.Context, o options, w io.Writer, observe observer) error {
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.printf("joining %s as node %s", cfg.Host, o.nodeName)
+	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
 		return err
 	}
 	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "09-pod-manager", Timeout: o.timeout,
-		Log: func(f string, a ...any) { out.printf("  "+f, a...) }})
+		Log: out.Indented()})
 	if err != nil {
 		return err
 	}
@@ -86,32 +89,33 @@ func run(ctx context.Context, o options, w io.Writer, observe observer) error {
 	handler := podconfig.ManagerHandler{Pods: pods}
 
 	// 3. The apiserver source: pods with spec.nodeName=NAME, as the node
-	// sees them (the Node authorizer lets it list exactly those).
+	// sees them (the Node authorizer lets it list exactly those). Its
+	// channel closes once ctx has ended and its goroutines have returned.
 	updates := podconfig.Watch(ctx, j.Client, o.nodeName)
-	out.printf("watching pods with spec.nodeName=%s (the kubelet's apiserver source); try, in another terminal:", o.nodeName)
-	out.printf("  kubectl apply -f labs/09-pod-manager/pod.yaml")
+	out.Printf("watching pods with spec.nodeName=%s (the kubelet's apiserver source); try, in another terminal:", o.nodeName)
+	out.Printf("  kubectl apply -f labs/09-pod-manager/pod.yaml")
 
 	// 4. syncLoopIteration, config branch only: one update, one handler.
 	for u := range updates {
 		if u.Op == kubetypes.ADD && len(u.Pods) > 1 {
-			out.printf("%-9s %d pods in one update: the source's first list (after a restart, every pod arrives this way)", "ADD", len(u.Pods))
+			out.Printf("%-9s %d pods in one update: the source's first list (after a restart, every pod arrives this way)", "ADD", len(u.Pods))
 		}
 		for _, p := range u.Pods {
 			old, _ := pods.GetPodByUID(p.UID)
-			out.printf("%s", describeOp(u, p, old))
+			out.Printf("%s", describeOp(u, p, old))
 		}
 		if u.Op == kubetypes.ADD && len(u.Pods) == 0 {
-			out.printf("%-9s (no pods yet: the first list of the source came back empty; the kubelet now counts the source as seen)", "ADD")
+			out.Printf("%-9s (no pods yet: the first list of the source came back empty; the kubelet now counts the source as seen)", "ADD")
 		}
 		if err := podconfig.Dispatch(ctx, u, handler); err != nil {
-			out.printf("  %v", err)
+			out.Printf("  %v", err)
 		}
-		out.printf("%s", describeManager(pods))
+		out.Printf("%s", describeManager(pods))
 		if observe != nil {
 			observe(u, pods)
 		}
 	}
-	out.printf("stopped: the Node stays, as when a kubelet dies (kubectl delete node %s removes it)", o.nodeName)
+	out.Printf("stopped: the Node stays, as when a kubelet dies (kubectl delete node %s removes it)", o.nodeName)
 	return nil
 }
 
@@ -165,11 +169,15 @@ func changed(old, p *v1.Pod) string {
 	return strings.Join(what, ", ")
 }
 
-// userAnnotations leaves out the ones the kubelet adds itself.
+// userAnnotations leaves out the three the kubelet counts as its own
+// (localAnnotations, config.go:282-286): config.source, config.mirror and
+// config.seen. config.hash is not among them: a change of it is an UPDATE.
 func userAnnotations(p *v1.Pod) map[string]string {
 	m := map[string]string{}
 	for k, v := range p.Annotations {
-		if k != kubetypes.ConfigSourceAnnotationKey && k != kubetypes.ConfigFirstSeenAnnotationKey {
+		switch k {
+		case kubetypes.ConfigSourceAnnotationKey, kubetypes.ConfigMirrorAnnotationKey, kubetypes.ConfigFirstSeenAnnotationKey:
+		default:
 			m[k] = v
 		}
 	}
@@ -230,16 +238,4 @@ func podState(p *v1.Pod) string {
 		s += fmt.Sprintf("  Terminating (grace %ds)", grace)
 	}
 	return s
-}
-
-// lockedWriter serialises the heartbeat goroutines' lines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }

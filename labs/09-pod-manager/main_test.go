@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/podconfig"
@@ -30,15 +30,15 @@ type seen struct {
 	orphans []string
 }
 
-// startLab runs the lab in-process until the test ends.
-func startLab(t *testing.T, nodeName string) (<-chan seen, *testenv.SyncBuffer) {
+// startLab runs the lab in-process as node nodeName and returns once the
+// apiserver source has sent its first update (the first op on the channel).
+// When the test ends the lab is stopped, and no goroutine of it may be left.
+func startLab(t *testing.T, nodeName string) (<-chan seen, *testenv.Lines) {
 	t.Helper()
+	testenv.NoLeaks(t)
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &testenv.SyncBuffer{}
 	events := make(chan seen, 100)
-	errc := make(chan error, 1)
 	observe := func(u kubetypes.PodUpdate, pm kubepod.Manager) {
 		s := seen{op: podconfig.OpName(u.Op), pods: map[string]*v1.Pod{}}
 		for _, p := range u.Pods {
@@ -57,17 +57,18 @@ func startLab(t *testing.T, nodeName string) (<-chan seen, *testenv.SyncBuffer) 
 		s.orphans = orphans
 		events <- s
 	}
-	go func() {
-		errc <- run(ctx, options{kubeconfig: cp.AdminKubeconfig(), nodeName: nodeName, timeout: time.Minute}, out, observe)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		t.Logf("lab output:\n%s", out)
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: nodeName, timeout: time.Minute}
+	lab := testenv.StartLab(t, func(ctx context.Context, out io.Writer, ready func(<-chan seen)) error {
+		first := true
+		return run(ctx, o, labenv.NewPrinter(out), func(u kubetypes.PodUpdate, pm kubepod.Manager) {
+			observe(u, pm)
+			if first {
+				first = false
+				ready(events)
+			}
+		})
 	})
-	return events, out
+	return lab.L, lab.Out
 }
 
 func expectOp(t *testing.T, events <-chan seen, want string) seen {
@@ -100,24 +101,13 @@ func boundPod(name, nodeName string) *v1.Pod {
 	}
 }
 
-func waitForDefaultServiceAccount(t *testing.T, c kubernetes.Interface) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("service account default/default not created within 1m: %v", err)
-	}
-}
-
 // TestOpsAndManagerView: what a learner does with kubectl — apply, label,
 // a status write, delete, delete --force — produces exactly the kubelet's
 // ops, and the pod manager holds what they say.
 func TestOpsAndManagerView(t *testing.T) {
 	const nodeName = "t09-ops"
 	admin := testenv.AdminClient(t)
-	waitForDefaultServiceAccount(t, admin)
+	testenv.WaitDefaultServiceAccount(t, admin)
 	pods := admin.CoreV1().Pods("default")
 	ctx := context.Background()
 	zero := int64(0)
@@ -152,6 +142,23 @@ func TestOpsAndManagerView(t *testing.T) {
 	s = expectOp(t, events, "UPDATE t09-web")
 	if s.pods["t09-web"].Labels["tier"] != "frontend" {
 		t.Errorf("manager after UPDATE: labels %v", s.pods["t09-web"].Labels)
+	}
+
+	// Of the kubernetes.io/config.* annotations the kubelet ignores only its
+	// own three (config.go:282-286): a changed config.seen is no op at all,
+	// a changed config.hash is an UPDATE.
+	web.Annotations = map[string]string{kubetypes.ConfigFirstSeenAnnotationKey: "2000-01-01T00:00:00Z"}
+	if web, err = pods.Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expectNothing(t, events, 2*time.Second)
+	web.Annotations[kubetypes.ConfigHashAnnotationKey] = "by-hand"
+	if web, err = pods.Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s = expectOp(t, events, "UPDATE t09-web")
+	if s.pods["t09-web"].Annotations[kubetypes.ConfigHashAnnotationKey] != "by-hand" {
+		t.Errorf("manager after the config.hash UPDATE: annotations %v", s.pods["t09-web"].Annotations)
 	}
 
 	// kubectl patch --subresource=status: a status the kubelet did not write.
@@ -211,6 +218,7 @@ func TestOpsAndManagerView(t *testing.T) {
 	for _, line := range []string{
 		"ADD       default/t09-web uid " + string(web.UID),
 		"UPDATE    default/t09-web: labels map[app:t09-web tier:frontend] changed",
+		"UPDATE    default/t09-web: annotations map[kubernetes.io/config.hash:by-hand] changed",
 		"RECONCILE default/t09-web: only the status changed",
 		"DELETE    default/t09-web: graceful deletion",
 		"grace 30s, deadline (deletionTimestamp)",
@@ -250,19 +258,26 @@ func TestMirrorPodWithoutStaticPod(t *testing.T) {
 	}
 }
 
-// TestBadInput: clear errors, no hang.
+// TestBadInput: clear errors, no hang; bad flags before anything starts.
 func TestBadInput(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
 	t.Setenv("KUBECONFIG", "")
 	ctx := context.Background()
-	if err := run(ctx, options{nodeName: "lab-node-09", timeout: time.Minute}, &strings.Builder{}, nil); err == nil || !strings.Contains(err.Error(), "00-cluster") {
+	discard := labenv.NewPrinter(io.Discard)
+	if err := run(ctx, options{nodeName: "lab-node-09", timeout: time.Minute}, discard, nil); err == nil || !strings.Contains(err.Error(), "00-cluster") {
 		t.Errorf("no cluster: %v", err)
 	}
-	cp := testenv.ControlPlane(t)
-	if err := run(ctx, options{kubeconfig: cp.AdminKubeconfig(), nodeName: "Bad_Name", timeout: time.Minute}, &strings.Builder{}, nil); err == nil || !strings.Contains(err.Error(), "not valid") {
-		t.Errorf("bad node name: %v", err)
-	}
-	if err := run(ctx, options{kubeconfig: cp.AdminKubeconfig(), nodeName: "x", timeout: 0}, &strings.Builder{}, nil); err == nil {
-		t.Error("zero timeout accepted")
+	for args, want := range map[string]string{
+		"--node-name Bad_Name": `--node-name "Bad_Name" is not a valid Node name`,
+		"--timeout 0":          "--timeout must be positive",
+	} {
+		var o options
+		var stderr strings.Builder
+		code := labenv.Exec(labenv.Lab{Name: "09-pod-manager", Flags: o.flags, Check: o.check,
+			Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) }},
+			strings.Fields(args), io.Discard, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and %q", args, code, stderr.String(), want)
+		}
 	}
 }
