@@ -1,10 +1,14 @@
+// Package labpod is what labs 15 and 16 share: they play the kubelet of a
+// node no real kubelet serves, for one pod of their own. Begin checks the
+// flags, opens the cluster and the runtime (internal/labruntime), creates the
+// pod object bound to that node and starts it with our SyncPod; End removes
+// what is left. Timeline prints the lab's lines with a stopwatch.
 package labpod
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,9 +28,9 @@ type Options struct {
 	Image    string // tests: a containerd flavour's busybox image (no flag)
 }
 
-// Register adds the shared flags to fs; lab is the lab's folder name,
-// nodeName the default node its pod is bound to.
-func (o *Options) Register(fs *flag.FlagSet, lab, nodeName string) {
+// Register adds the shared flags to fs; nodeName is the default node the
+// lab's pod is bound to.
+func (o *Options) Register(fs *flag.FlagSet, nodeName string) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
 	o.Flags.Register(fs, labruntime.Mock)
 	fs.StringVar(&o.PodFile, "pod", "", "pod manifest to use instead of the lab's pod.yaml (copy it and edit: the repository may be read-only)")
@@ -49,8 +53,8 @@ type Session struct {
 // creates the pod object bound to o.NodeName (so the apiserver gives it a
 // graceful deletion: an unbound pod is deleted at once) and starts it in
 // the runtime. Leftovers of an interrupted run of the same pod go first.
-func Begin(ctx context.Context, o Options, lab string, manifest []byte, w io.Writer) (s *Session, err error) {
-	s = &Session{Out: NewTimeline(w)}
+func Begin(ctx context.Context, o Options, lab string, manifest []byte, out *labenv.Printer) (s *Session, err error) {
+	s = &Session{Out: NewTimeline(out)}
 	if err := labenv.CheckNodeName(o.NodeName); err != nil {
 		return nil, err
 	}

@@ -1,32 +1,35 @@
 package labpod
 
 import (
-	"fmt"
-	"io"
 	"sync"
 	"time"
+
+	"kubelet-labs/internal/labenv"
 )
 
-// Timeline prints lines from several goroutines one at a time; between
-// Start and Stop each line is stamped with the time since Start, so a
-// learner sees when each CRI call went out and came back.
+// Timeline is a lab's *labenv.Printer with a stopwatch: between Start and
+// Stop each line starts with the time since Start ("  +2.004s "), so a
+// learner sees when each CRI call went out and came back — the lesson of
+// labs 15 and 16. The lines themselves go through the Printer.
 type Timeline struct {
+	*labenv.Printer
 	mu sync.Mutex
-	w  io.Writer
 	t0 time.Time
 }
 
-// NewTimeline prints to w.
-func NewTimeline(w io.Writer) *Timeline { return &Timeline{w: w} }
+// NewTimeline prints through p.
+func NewTimeline(p *labenv.Printer) *Timeline { return &Timeline{Printer: p} }
 
-// Printf prints one line.
+// Printf prints one line, stamped while the stopwatch runs.
 func (t *Timeline) Printf(format string, args ...any) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.t0.IsZero() {
-		fmt.Fprintf(t.w, "  %+7.3fs ", time.Since(t.t0).Seconds())
+	t0 := t.t0
+	t.mu.Unlock()
+	if !t0.IsZero() {
+		args = append([]any{time.Since(t0).Seconds()}, args...)
+		format = "  %+7.3fs " + format
 	}
-	fmt.Fprintf(t.w, format+"\n", args...)
+	t.Printer.Printf(format, args...)
 }
 
 // Start stamps the lines that follow with the time since now.

@@ -6,7 +6,7 @@
 //
 //	go run ./labs/00-cluster                                   # another terminal
 //	go run ./labs/15-stop-escalation                           # on the mock CRI
-//	sudo scripts/containerd-up.sh
+//	sudo scripts/containerd-up.sh                              # once: the course's only root command
 //	go run ./labs/15-stop-escalation --runtime containerd      # on containerd
 //
 // The lab creates pod default/stop-demo (pod.yaml) in the real apiserver,
@@ -25,13 +25,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -55,19 +51,26 @@ type options struct {
 }
 
 func main() {
-	// Our own flag set: the kubelet packages we import register cAdvisor's
-	// flags on flag.CommandLine, and -h should list only this lab's.
-	fs := flag.NewFlagSet("15-stop-escalation", flag.ExitOnError)
 	var o options
-	o.Register(fs, "15-stop-escalation", "lab-node-15")
-	fs.Int64Var(&o.deleteGrace, "delete-grace-period", 1, "grace period of the delete in part 2, as kubectl delete --grace-period=N (>= 1)")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
+	labenv.Main(labenv.Lab{
+		Name: "15-stop-escalation",
+		Flags: func(fs *flag.FlagSet) {
+			o.Register(fs, "lab-node-15")
+			fs.Int64Var(&o.deleteGrace, "delete-grace-period", 1, "grace period of the delete in part 2, as kubectl delete --grace-period=N (>= 1)")
+		},
+		Check: o.check,
+		Run: func(ctx context.Context, out *labenv.Printer) error {
+			_, err := run(ctx, o, out)
+			return err
+		},
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
+func (o *options) check() error {
+	if o.deleteGrace < 1 {
+		return errors.New("--delete-grace-period must be at least 1 (0 is a forced delete: kubectl delete --force)")
 	}
+	return nil
 }
 
 // stopped is what one container's stop looked like.
@@ -84,10 +87,7 @@ type report struct {
 	Parts   [2][]stopped
 }
 
-func run(ctx context.Context, o options, w io.Writer) (*report, error) {
-	if o.deleteGrace < 1 {
-		return nil, errors.New("--delete-grace-period must be at least 1 (0 is a forced delete: kubectl delete --force)")
-	}
+func run(ctx context.Context, o options, w *labenv.Printer) (*report, error) {
 	// The cluster, the runtime, and pod stop-demo: created in the
 	// apiserver, bound to our node, started in the runtime by our SyncPod.
 	s, err := labpod.Begin(ctx, o.Options, "15-stop-escalation", podYAML, w)

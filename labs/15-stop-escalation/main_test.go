@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
@@ -44,7 +45,7 @@ func TestLab(t *testing.T) {
 			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			rep, err := run(ctx, o, &out)
+			rep, err := run(ctx, o, labenv.NewPrinter(&out))
 			t.Logf("lab output:\n%s", out.String())
 			if err != nil {
 				t.Fatal(err)
@@ -116,9 +117,13 @@ func TestLabBadInput(t *testing.T) {
 	} {
 		o := base
 		tc.edit(&o)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := run(ctx, o, &testenv.SyncBuffer{})
-		cancel()
+		// the flag check first, as labenv.Main does, then the run
+		err := o.check()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err = run(ctx, o, labenv.NewPrinter(&testenv.SyncBuffer{}))
+			cancel()
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
