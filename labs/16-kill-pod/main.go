@@ -3,18 +3,20 @@
 // SyncResult each — and only then stops the sandbox, which tears the pod's
 // network down. It removes nothing: the stopped containers and sandbox stay
 // in the runtime, exit codes and logs with them, until the garbage
-// collector removes them once the pod is gone.
+// collector removes them. The collector asks the pod workers, and they say
+// yes once the pod is deleted (its deletionTimestamp seen) and terminated
+// (KillPod done) — while the pod object may still be in the apiserver.
 //
 // The lab creates pod default/kill-demo (pod.yaml: three containers that
 // all ignore SIGTERM, grace period 3 s) in the real apiserver, bound to
 // node lab-node-16 that no kubelet serves, runs it on the mock CRI in this
 // process (or on containerd), deletes it, and plays the kubelet's part:
-// KillPod (mycore/kuberuntime), the final delete, and two garbage
-// collections — before and after the pod object is gone.
+// KillPod (mycore/kuberuntime), a garbage collection, and the status
+// manager's final delete.
 //
 //	go run ./labs/00-cluster                               # another terminal
 //	go run ./labs/16-kill-pod                              # on the mock CRI
-//	sudo scripts/containerd-up.sh
+//	sudo scripts/containerd-up.sh                          # once: the course's only root command
 //	go run ./labs/16-kill-pod --runtime containerd         # on containerd
 package main
 
@@ -25,12 +27,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,34 +51,65 @@ var podYAML []byte
 type options struct{ labpod.Options }
 
 func main() {
-	// Our own flag set: the kubelet packages we import register cAdvisor's
-	// flags on flag.CommandLine, and -h should list only this lab's.
-	fs := flag.NewFlagSet("16-kill-pod", flag.ExitOnError)
 	var o options
-	o.Register(fs, "16-kill-pod", "lab-node-16")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
-	}
+	labenv.Main(labenv.Lab{
+		Name:  "16-kill-pod",
+		Flags: func(fs *flag.FlagSet) { o.Register(fs, "lab-node-16") },
+		Run: func(ctx context.Context, out *labenv.Printer) error {
+			_, err := run(ctx, o, out)
+			return err
+		},
+	})
 }
 
 // report is what the lab saw, for its test.
 type report struct {
-	KillTook        time.Duration
-	Results         []*kubecontainer.SyncResult
-	ExitCodes       map[string]int32
-	SandboxAfter    runtimeapi.PodSandboxState
-	NetnsBefore     string // containerd: the sandbox's network namespace file
-	NetnsGoneAfter  bool
-	GCWhileDeleting kuberuntime.GCResult
-	GCAfterGone     kuberuntime.GCResult
-	LeftInRuntime   int // sandboxes + containers of the pod at the end
+	KillTook       time.Duration
+	Results        []*kubecontainer.SyncResult
+	ExitCodes      map[string]int32
+	SandboxAfter   runtimeapi.PodSandboxState
+	NetnsBefore    string // containerd: the sandbox's network namespace file
+	NetnsGoneAfter bool
+	GC             kuberuntime.GCResult
+	ObjectAtGC     bool // the pod object was still in the apiserver when the GC ran
+	LeftAfterGC    int  // sandboxes + containers of the pod after the GC
+	Gone           bool // the pod object is gone at the end
 }
 
-func run(ctx context.Context, o options, w io.Writer) (*report, error) {
+// podWorker is what the kubelet's pod worker knows of our pod — and all
+// the garbage collector asks (podWorkers.ShouldPodRuntimeBeRemoved and
+// ShouldPodContentBeRemoved, pod_workers.go:704-724 at v1.36.3). Neither
+// question goes to the apiserver.
+type podWorker struct {
+	uid types.UID
+	// deleted: the worker saw the pod's deletionTimestamp (or found the pod
+	// in the runtime only) and began its termination (:875-884).
+	deleted bool
+	// terminated: SyncTerminatingPod returned, no container runs any more
+	// (completeTerminating, :1435-1450).
+	terminated bool
+}
+
+// ShouldPodRuntimeBeRemoved: its containers and sandboxes may go once it
+// is terminated (the kubelet uses this only under disk pressure).
+func (w *podWorker) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	if uid != w.uid {
+		return true // no worker knows it: a kill-demo of an interrupted run
+	}
+	return w.terminated
+}
+
+// ShouldPodContentBeRemoved: everything of it — dead containers, their
+// logs, sandboxes, the pod log folder — may go once it is deleted and
+// terminated.
+func (w *podWorker) ShouldPodContentBeRemoved(uid types.UID) bool {
+	if uid != w.uid {
+		return true
+	}
+	return w.deleted && w.terminated
+}
+
+func run(ctx context.Context, o options, w *labenv.Printer) (*report, error) {
 	// The cluster, the runtime, and pod kill-demo: created in the
 	// apiserver, bound to our node, started in the runtime by our SyncPod.
 	s, err := labpod.Begin(ctx, o.Options, "16-kill-pod", podYAML, w)
@@ -106,6 +136,7 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 
 	// The delete. Without --grace-period the apiserver takes the
 	// spec's; the pod object now waits for its kubelet.
+	worker := &podWorker{uid: pod.UID}
 	out.Printf("\n1. DELETE pods/%s   (kubectl delete pod %s: no --grace-period, so the spec's)", pod.Name, pod.Name)
 	if err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		return nil, err
@@ -114,6 +145,8 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 		return nil, err
 	}
 	out.Printf("   metadata.deletionGracePeriodSeconds=%ds, deletionTimestamp=%s", *pod.DeletionGracePeriodSeconds, pod.DeletionTimestamp.UTC().Format(time.RFC3339))
+	worker.deleted = pod.DeletionTimestamp != nil
+	out.Printf("   the pod worker sees the deletionTimestamp: deleted, its termination begins (SyncTerminatingPod)")
 
 	// KillPod: what the kubelet's SyncTerminatingPod calls with the pod
 	// and what still runs of it.
@@ -145,48 +178,45 @@ func run(ctx context.Context, o options, w io.Writer) (*report, error) {
 	}
 	rep.SandboxAfter = st.State
 	rep.NetnsGoneAfter = before != "" && !exists(before)
+	worker.terminated = true
+	out.Printf("   SyncTerminatingPod is done: the pod worker marks the pod terminated")
 
 	// Nothing was removed.
 	out.Printf("\n3. Nothing was removed: KillPod stops, the garbage collector removes")
-	if err := showRuntime(ctx, c, pod, rep, out); err != nil {
+	if _, err := showRuntime(ctx, c, pod, rep, out); err != nil {
 		return nil, err
 	}
 
-	// The garbage collector, while the pod object still exists.
-	gone := func(uid types.UID) bool {
-		if uid != pod.UID {
-			return true // an older kill-demo of an interrupted run: its object is long gone
-		}
-		g, err := labpod.Gone(ctx, client, pod)
-		return err == nil && g
-	}
+	// The garbage collector asks the pod worker, not the apiserver.
 	gcOpts := kuberuntime.GCOptions{
-		Policy: kuberuntime.DefaultGCPolicy, Pods: kuberuntime.PodsGone(gone), AllSourcesReady: true,
+		Policy: kuberuntime.DefaultGCPolicy, Pods: worker, AllSourcesReady: true,
 		// only this lab's pod: the course's containerd is shared
 		Selector: map[string]string{cri.LabelPodNamespace: pod.Namespace, cri.LabelPodName: pod.Name},
 	}
 	p := gcOpts.Policy
-	out.Printf("\n4. Garbage collection while the pod object still exists (policy: MinAge %s, MaxPerPodContainer %d, MaxContainers %d — the kubelet's defaults)",
+	out.Printf("\n4. Garbage collection, the kubelet's every minute (policy: MinAge %s, MaxPerPodContainer %d, MaxContainers %d — its defaults)",
 		p.MinAge, p.MaxPerPodContainer, p.MaxContainers)
-	if rep.GCWhileDeleting, err = m.GarbageCollect(ctx, gcOpts); err != nil {
+	out.Printf("   it asks the pod worker: ShouldPodContentBeRemoved = deleted (%t) and terminated (%t) = %t",
+		worker.deleted, worker.terminated, worker.ShouldPodContentBeRemoved(pod.UID))
+	if rep.GC, err = m.GarbageCollect(ctx, gcOpts); err != nil {
 		return nil, err
 	}
-	out.Printf("   removed %s: the newest dead instance of each container stays (kubectl logs --previous reads it), and the pod's newest sandbox", count(rep.GCWhileDeleting))
+	out.Printf("   removed %s", count(rep.GC))
+	if rep.LeftAfterGC, err = showRuntime(ctx, c, pod, rep, out); err != nil {
+		return nil, err
+	}
+	if obj, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil && obj.UID == pod.UID {
+		rep.ObjectAtGC = true
+		out.Printf("   and the pod object is still in the apiserver (Terminating): the collector does not wait for it")
+	}
 
-	// The final delete, then the garbage collector again.
+	// The final delete.
 	out.Printf("\n5. DELETE pods/%s gracePeriodSeconds=0 (uid precondition): what the status manager sends once nothing of the pod runs", pod.Name)
 	if err := labpod.Remove(ctx, client, pod); err != nil {
 		return nil, err
 	}
+	rep.Gone = true
 	out.Printf("   pod %s/%s is gone from the apiserver", pod.Namespace, pod.Name)
-	out.Printf("\n6. Garbage collection again: the pod is gone, so everything of it goes")
-	if rep.GCAfterGone, err = m.GarbageCollect(ctx, gcOpts); err != nil {
-		return nil, err
-	}
-	out.Printf("   removed %s", count(rep.GCAfterGone))
-	if err := showRuntime(ctx, c, pod, rep, out); err != nil {
-		return nil, err
-	}
 	finished = true
 	return rep, nil
 }
@@ -238,24 +268,24 @@ func exists(path string) bool {
 }
 
 // showRuntime prints what the runtime still has of the pod, as
-// `crictl ps -a` and `crictl pods` would.
-func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, out *labpod.Timeline) error {
+// `crictl ps -a` and `crictl pods` would, records the containers' exit
+// codes, and returns how many sandboxes and containers that is.
+func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, out *labpod.Timeline) (int, error) {
 	sel := map[string]string{cri.LabelPodNamespace: pod.Namespace, cri.LabelPodName: pod.Name}
 	sbs, err := c.Pods(ctx, sel)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ctrs, err := c.Runtime.ListContainers(c.Context(ctx), &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	slices.SortFunc(ctrs, func(a, b *runtimeapi.Container) int { // in the pod's order
 		return specIndex(pod, a.GetMetadata().GetName()) - specIndex(pod, b.GetMetadata().GetName())
 	})
-	rep.LeftInRuntime = len(sbs) + len(ctrs)
-	if rep.LeftInRuntime == 0 {
+	if len(sbs)+len(ctrs) == 0 {
 		out.Printf("   the runtime has nothing of %s/%s left", pod.Namespace, pod.Name)
-		return nil
+		return 0, nil
 	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
@@ -266,7 +296,7 @@ func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, o
 	for _, ct := range ctrs {
 		st, err := c.ContainerStatus(ctx, ct.Id)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rep.ExitCodes[ct.GetMetadata().GetName()] = st.ExitCode
 		fmt.Fprintf(tw, "   container %s\t%.13s\t%s\t%d\t%s\t\n", ct.GetMetadata().GetName(), ct.Id,
@@ -276,7 +306,7 @@ func showRuntime(ctx context.Context, c *cri.Client, pod *v1.Pod, rep *report, o
 	for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
 		out.Printf("%s", line)
 	}
-	return nil
+	return len(sbs) + len(ctrs), nil
 }
 
 func specIndex(pod *v1.Pod, name string) int {
@@ -294,5 +324,5 @@ func count(r kuberuntime.GCResult) string {
 	if len(r.Containers)+len(r.Sandboxes)+len(r.LogDirs) == 0 {
 		return "nothing"
 	}
-	return fmt.Sprintf("%d container(s), %d sandbox(es), %d pod log folder(s)", len(r.Containers), len(r.Sandboxes), len(r.LogDirs))
+	return fmt.Sprintf("%d container(s) with their logs, %d sandbox(es), %d pod log folder(s)", len(r.Containers), len(r.Sandboxes), len(r.LogDirs))
 }

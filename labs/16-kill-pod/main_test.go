@@ -14,6 +14,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
@@ -36,7 +37,7 @@ func TestLab(t *testing.T) {
 			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			rep, err := run(ctx, o, &out)
+			rep, err := run(ctx, o, labenv.NewPrinter(&out))
 			t.Logf("lab output:\n%s", out.String())
 			if err != nil {
 				t.Fatal(err)
@@ -73,14 +74,17 @@ func TestLab(t *testing.T) {
 			if rc.Name != "fakecri" && (rep.NetnsBefore == "" || !rep.NetnsGoneAfter) {
 				t.Errorf("network namespace %q: gone after KillPod %t, want a namespace that StopPodSandbox removed", rep.NetnsBefore, rep.NetnsGoneAfter)
 			}
-			if g := rep.GCWhileDeleting; len(g.Containers)+len(g.Sandboxes)+len(g.LogDirs) != 0 {
-				t.Errorf("GC removed %+v while the pod object existed, want nothing", g)
+			if g := rep.GC; len(g.Containers) != 3 || len(g.Sandboxes) != 1 || len(g.LogDirs) != 1 {
+				t.Errorf("GC of the deleted and terminated pod removed %+v, want 3 containers, 1 sandbox, 1 log folder", g)
 			}
-			if g := rep.GCAfterGone; len(g.Containers) != 3 || len(g.Sandboxes) != 1 || len(g.LogDirs) != 1 {
-				t.Errorf("GC after the pod was gone removed %+v, want 3 containers, 1 sandbox, 1 log folder", g)
+			if !rep.ObjectAtGC {
+				t.Error("the pod object was gone before the GC ran: the lab must show the GC does not wait for it")
 			}
-			if rep.LeftInRuntime != 0 {
-				t.Errorf("%d sandboxes and containers of kill-demo left in the runtime", rep.LeftInRuntime)
+			if rep.LeftAfterGC != 0 {
+				t.Errorf("%d sandboxes and containers of kill-demo left in the runtime after the GC", rep.LeftAfterGC)
+			}
+			if !rep.Gone {
+				t.Error("the lab did not send the final delete")
 			}
 			if !strings.Contains(out.String(), "timeout=3s (3s from metadata.deletionGracePeriodSeconds)") {
 				t.Error("the output does not show the deletion's grace period in the stops")
@@ -101,11 +105,8 @@ func TestLabInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out testenv.SyncBuffer
 	done := make(chan error, 1)
-	go func() { _, err := run(ctx, o, &out); done <- err }()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(out.String(), "2. KillPod") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	go func() { _, err := run(ctx, o, labenv.NewPrinter(&out)); done <- err }()
+	testenv.PollTrue(t, "step 2, KillPod", time.Minute, func() bool { return strings.Contains(out.String(), "2. KillPod") })
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatalf("run succeeded despite the cancel:\n%s", out.String())
@@ -141,7 +142,7 @@ func TestLabBadInput(t *testing.T) {
 		oo := o
 		tc.edit(&oo)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := run(ctx, oo, &testenv.SyncBuffer{})
+		_, err := run(ctx, oo, labenv.NewPrinter(&testenv.SyncBuffer{}))
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)

@@ -25,16 +25,24 @@ var DefaultGCPolicy = kubecontainer.GCPolicy{MinAge: 0, MaxPerPodContainer: 1, M
 
 // PodStateProvider tells the collector which pods are over
 // (podStateProvider, kuberuntime_manager.go:103). The kubelet's pod
-// workers answer it: content goes once the pod is deleted from the
-// apiserver and its worker finished; the runtime part goes as soon as the
-// pod is terminated.
+// workers answer it from what they know, never from the apiserver
+// (pod_workers.go:704-724 at v1.36.3): a pod's content — dead containers,
+// their logs, sandboxes, its log folder — may go once its worker has seen
+// it deleted (a deletionTimestamp, or a pod found only in the runtime,
+// :875-884) and it is terminated (SyncTerminatingPod returned: nothing
+// runs), or once it was evicted; its runtime part as soon as it is
+// terminated. A pod no worker knows is over once the pod sources have
+// synced. So the next collection frees a deleted pod even while its object
+// is still in the apiserver (lab 16).
 type PodStateProvider interface {
 	ShouldPodContentBeRemoved(uid types.UID) bool
 	ShouldPodRuntimeBeRemoved(uid types.UID) bool
 }
 
-// PodsGone answers PodStateProvider with one function: true for a pod
-// that is gone for good (deleted from the apiserver and stopped).
+// PodsGone answers both questions of PodStateProvider with one function:
+// true for a pod that is over. It fits a caller that knows only that, e.g.
+// a node shutting down (everything is over); one that tells deleted from
+// terminated implements the interface itself, as lab 16 does.
 type PodsGone func(uid types.UID) bool
 
 // ShouldPodContentBeRemoved implements PodStateProvider.

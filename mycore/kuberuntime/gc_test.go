@@ -19,8 +19,10 @@ import (
 // GarbageCollect on a pod's life: a restarted container leaves one dead
 // instance, which the default policy keeps (kubectl logs --previous) until
 // a newer one dies; a stopped pod keeps its newest sandbox and dead
-// containers while it exists; once it is gone, containers, sandbox and log
-// folder all go.
+// containers until the pod state provider says it is over (for the
+// kubelet's pod workers: deleted and terminated, whether or not its object
+// is still in the apiserver); then containers, sandbox and log folder all
+// go.
 func TestGarbageCollect(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, e *killEnv) {
 		ctx := context.Background()
@@ -98,7 +100,7 @@ func TestGarbageCollect(t *testing.T) {
 		if res := gc(true); len(res.Sandboxes) != 0 || len(res.Containers) != 1 || res.Containers[0] != second {
 			t.Errorf("GC after KillPod removed %+v, want only %s (the newest dead instance is now the third) and not the sandbox of a living pod", res, second)
 		}
-		// Deleted, but not every pod source seen yet: a pod that looks gone
+		// Over, but not every pod source seen yet: a pod that looks gone
 		// may just not be listed yet, so its containers stay.
 		gone = true
 		if res := gc(false); len(res.Containers) != 0 {
