@@ -18,6 +18,9 @@ import (
 	kubetypes "k8s.io/kubelet/pkg/types"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/kubeletnode"
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
@@ -26,14 +29,16 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startLab runs the lab in-process on rt as node name, its state in stateDir.
-func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*lab] {
+func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*kubeletnode.Node] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, stateDir)
-	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, endpoint: rt.Endpoint, podLogsDir: stateDir + "/pod-logs",
-		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: 4 * time.Second, gcPeriod: 2 * time.Second}
-	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
-		return run(ctx, o, out, onReady)
+	o := kubeletnode.Defaults("12-pleg-containerd", name)
+	o.Kubeconfig, o.Timeout, o.GCPeriod = cp.AdminKubeconfig(), time.Minute, 2*time.Second
+	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: rt.Endpoint, PodLogsDir: stateDir + "/pod-logs"}
+	o.BackOffInitial, o.BackOffMax = time.Second, 4*time.Second
+	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*kubeletnode.Node)) error {
+		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 }
 
@@ -93,24 +98,6 @@ func cleanRuntime(t *testing.T, c *cri.Client, ns string) {
 			}
 		}
 	})
-}
-
-func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func getPod(c kubernetes.Interface, ns, name string) (*v1.Pod, error) {
@@ -180,7 +167,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 		t.Fatal(err)
 	}
 	var pod *v1.Pod
-	poll(t, "pod Running with an IP", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "pod Running with an IP", time.Minute, func() (bool, error) {
 		p, err := getPod(admin, ns, "busybox")
 		pod = p
 		return err == nil && runningWithIP(p), nil
@@ -197,7 +184,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 		t.Errorf("restartCount annotation %q, want 0", got)
 	}
 	// the container's env saw the pod IP: its log says so
-	poll(t, "the greeting in the container's log", 30*time.Second, func() (bool, error) {
+	testenv.Poll(t, "the greeting in the container's log", 30*time.Second, func() (bool, error) {
 		log, err := c.ContainerLog(context.Background(), ctrs[0].Id)
 		if err != nil {
 			return false, nil
@@ -215,7 +202,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	if err := syscall.Kill(pidOf(t, c, ctrs[0].Id), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "restartCount 1 and Running again", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "restartCount 1 and Running again", time.Minute, func() (bool, error) {
 		p, err := getPod(admin, ns, "busybox")
 		if err != nil || len(p.Status.ContainerStatuses) != 1 {
 			return false, err
@@ -238,7 +225,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	if err := admin.CoreV1().Pods(ns).Delete(context.Background(), "busybox", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod object gone", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "the pod object gone", time.Minute, func() (bool, error) {
 		_, err := getPod(admin, ns, "busybox")
 		return apierrors.IsNotFound(err), nil
 	})
@@ -259,7 +246,7 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	}
 	// the garbage collector (every 2 s here, 1 min in a kubelet) removes
 	// the dead containers and the sandbox of the pod that is gone
-	poll(t, "the pod's containers and sandbox removed by the GC", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "the pod's containers and sandbox removed by the GC", time.Minute, func() (bool, error) {
 		sbs, err := c.Pods(context.Background(), map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)})
 		return err == nil && len(sbs) == 0 && len(containersOf(t, c, string(pod.UID))) == 0, err
 	})
@@ -298,7 +285,7 @@ func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 		t.Fatal(err)
 	}
 	var pod *v1.Pod
-	poll(t, "pod Running", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "pod Running", time.Minute, func() (bool, error) {
 		p, err := getPod(admin, ns, "orphan")
 		pod = p
 		return err == nil && runningWithIP(p), nil
@@ -312,7 +299,7 @@ func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 		t.Fatalf("want the container still there while the node is down, got %d", n)
 	}
 	r2 := startLab(t, rt, node, dir)
-	poll(t, "the orphan's container and sandbox stopped", time.Minute, func() (bool, error) {
+	testenv.Poll(t, "the orphan's container and sandbox stopped", time.Minute, func() (bool, error) {
 		for _, ct := range containersOf(t, c, string(pod.UID)) {
 			if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 				return false, nil
@@ -354,7 +341,7 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 	}
 	var lat []time.Duration
 	seen := map[string]bool{}
-	poll(t, "all pods Running", 2*time.Minute, func() (bool, error) {
+	testenv.Poll(t, "all pods Running", 2*time.Minute, func() (bool, error) {
 		list, err := admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -375,7 +362,7 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	poll(t, "all pods gone", 2*time.Minute, func() (bool, error) {
+	testenv.Poll(t, "all pods gone", 2*time.Minute, func() (bool, error) {
 		list, err := admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, err
 	})
@@ -385,8 +372,9 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 // Without a runtime the lab fails before it joins, and says how to start one.
 func TestNoRuntime(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
-	err := run(context.Background(), options{nodeName: "lab-node-12x", endpoint: "unix://" + t.TempDir() + "/none.sock",
-		timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: time.Second, gcPeriod: time.Minute}, io.Discard, nil)
+	o := kubeletnode.Defaults("12-pleg-containerd", "lab-node-12x")
+	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: "unix://" + t.TempDir() + "/none.sock"}
+	err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
 	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {
 		t.Fatalf("want an error naming %q, got %v", cri.UpHint, err)
 	}

@@ -23,6 +23,9 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/kubeletnode"
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
@@ -68,7 +71,7 @@ func runtimes() []runtimeCase {
 }
 
 type running struct {
-	lab *lab
+	lab *kubeletnode.Node
 	out *testenv.Lines
 	rt  testRuntime
 }
@@ -84,11 +87,12 @@ func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duratio
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Setenv(state.EnvVar, dir)
-	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: name, runtime: rt.runtime, endpoint: rt.endpoint,
-		podLogsDir: filepath.Join(dir, "pod-logs"), timeout: time.Minute, relist: time.Second,
-		backOffInit: time.Second, backOffMax: backOffMax}
-	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
-		return run(ctx, o, out, onReady)
+	o := kubeletnode.Defaults("17-sync-pod", name)
+	o.Kubeconfig, o.Timeout = cp.AdminKubeconfig(), time.Minute
+	o.Runtime = labruntime.Flags{Kind: rt.runtime, Endpoint: rt.endpoint, PodLogsDir: filepath.Join(dir, "pod-logs")}
+	o.BackOffInitial, o.BackOffMax = time.Second, backOffMax
+	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*kubeletnode.Node)) error {
+		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 	return &running{lab: l.L, out: l.Out, rt: rt}
 }
@@ -132,11 +136,11 @@ func deleteAll(t *testing.T, r *running, c kubernetes.Interface, ns string) {
 	if err := c.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "every pod gone", 2*time.Minute, func() (bool, error) {
+	testenv.Poll(t, "every pod gone", 2*time.Minute, func() (bool, error) {
 		l, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
 	})
-	poll(t, "no probe worker left", 30*time.Second, func() (bool, error) { return r.lab.kubelet.Probes().Workers() == 0, nil })
+	testenv.Poll(t, "no probe worker left", 30*time.Second, func() (bool, error) { return r.lab.Kubelet.Probes().Workers() == 0, nil })
 }
 
 func namespace(t *testing.T, c kubernetes.Interface) string {
@@ -207,29 +211,11 @@ func create(t *testing.T, c kubernetes.Interface, p *v1.Pod) {
 	}
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // podIs polls the pod as kubectl sees it until cond holds, and returns it.
 func podIs(t *testing.T, c kubernetes.Interface, ns, name, what string, timeout time.Duration, cond func(*v1.Pod, *v1.ContainerStatus) bool) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	poll(t, name+": "+what, timeout, func() (bool, error) {
+	testenv.Poll(t, name+": "+what, timeout, func() (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil || len(p.Status.ContainerStatuses) != 1 {
 			return false, nil
@@ -273,7 +259,7 @@ func TestProbes(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17p", 16*time.Second)
-			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.Runtime.CRI, r.lab.Joined.Node.Name
 			files := []string{"liveness.yaml", "readiness.yaml", "startup.yaml"}
 			if rt.real {
 				files = append(files, "web.yaml")
@@ -398,7 +384,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17b", 8*time.Second)
-			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.Runtime.CRI, r.lab.Joined.Node.Name
 			pod := manifests(t, ns, node, "crashloop.yaml")["crashloop"]
 			create(t, admin, pod)
 
@@ -407,7 +393,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 			seen := map[uint32]restart{}
 			backOffSeen := false
 			const restarts = 5
-			poll(t, "5 restarts", 2*time.Minute, func() (bool, error) {
+			testenv.Poll(t, "5 restarts", 2*time.Minute, func() (bool, error) {
 				p, err := admin.CoreV1().Pods(ns).Get(context.Background(), "crashloop", metav1.GetOptions{})
 				if err != nil {
 					return false, nil
@@ -472,7 +458,7 @@ func TestRestartPolicies(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17r", 16*time.Second)
-			c, node := r.lab.rt.CRI, r.lab.node.Node.Name
+			c, node := r.lab.Runtime.CRI, r.lab.Joined.Node.Name
 			pods := manifests(t, ns, node, "policies.yaml")
 			fails := pods["onfailure"].DeepCopy()
 			fails.Name = "onfailure-exit1"
@@ -509,7 +495,7 @@ func TestSpecHashChange(t *testing.T) {
 	for _, rc := range runtimes() {
 		t.Run(rc.name, func(t *testing.T) {
 			r, admin, ns := setup(t, rc, "lab-node-17h", 16*time.Second)
-			rt, c, node := r.rt, r.lab.rt.CRI, r.lab.node.Node.Name
+			rt, c, node := r.rt, r.lab.Runtime.CRI, r.lab.Joined.Node.Name
 			pod := manifests(t, ns, node, "liveness.yaml")["liveness"]
 			create(t, admin, pod)
 			p := podIs(t, admin, ns, "liveness", "running", time.Minute, isRunning)
@@ -559,20 +545,22 @@ func containersOf(t *testing.T, c *cri.Client, uid types.UID) []*runtimeapi.Cont
 // Bad input: a clear error, before anything joins.
 func TestBadInput(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
-	base := options{nodeName: "lab-node-17x", runtime: "containerd", timeout: time.Minute, relist: time.Second, backOffInit: time.Second, backOffMax: time.Second}
+	base := kubeletnode.Defaults("17-sync-pod", "lab-node-17x")
+	base.Runtime.Kind = labruntime.Containerd
 	for _, tc := range []struct {
 		name string
-		edit func(*options)
+		edit func(*kubeletnode.Options)
 		want string
 	}{
-		{"unknown runtime", func(o *options) { o.runtime = "docker" }, `--runtime "docker"`},
-		{"no containerd", func(o *options) { o.endpoint = "unix://" + t.TempDir() + "/none.sock" }, cri.UpHint},
-		{"back-off max below initial", func(o *options) { o.backOffMax = time.Millisecond }, "--backoff-max"},
+		{"unknown runtime", func(o *kubeletnode.Options) { o.Runtime.Kind = "docker" }, `--runtime "docker"`},
+		{"no containerd", func(o *kubeletnode.Options) { o.Runtime.Endpoint = "unix://" + t.TempDir() + "/none.sock" }, cri.UpHint},
+		{"back-off max below initial", func(o *kubeletnode.Options) { o.BackOffMax = time.Millisecond }, "--backoff-max"},
+		{"bad node name", func(o *kubeletnode.Options) { o.NodeName = "../x" }, "is not a valid Node name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
 			tc.edit(&o)
-			err := run(context.Background(), o, io.Discard, nil)
+			err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error naming %q, got %v", tc.want, err)
 			}

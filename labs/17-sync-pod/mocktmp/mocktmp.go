@@ -1,4 +1,8 @@
-package main
+// Package mocktmp gives the mock CRI's containers a /tmp, so lab 17's exec
+// probes (`cat /tmp/ready`, `test ! -e /tmp/sick`) change their answer on
+// the mock as they do on containerd when a learner runs `crictl exec … touch
+// /tmp/sick`.
+package mocktmp
 
 import (
 	"context"
@@ -10,20 +14,24 @@ import (
 	"kubelet-labs/mylib/fakecri"
 )
 
-// tmpFS gives the mock's containers a /tmp. The mock runs no processes and
-// has no filesystem, so exec probes like `cat /tmp/ready` could never
-// change their answer. Here touch, rm, cat and test on paths under /tmp —
-// exec'd by a probe or by `crictl exec` — work on a set of names per
-// container; everything else goes to the mock's own shell. A new container
-// (a restart) starts with an empty /tmp, as on containerd.
-type tmpFS struct {
+// TmpFS is the /tmp of every container of one mock. The mock runs no
+// processes and has no filesystem, so exec probes like `cat /tmp/ready`
+// could never change their answer. Here touch, rm, cat and test on paths
+// under /tmp — exec'd by a probe or by `crictl exec` — work on a set of
+// names per container; everything else goes to the mock's own shell. A new
+// container (a restart) starts with an empty /tmp, as on containerd.
+type TmpFS struct {
 	mu    sync.Mutex
 	files map[string]map[string]bool // container ID → paths that exist
 }
 
-func newTmpFS() *tmpFS { return &tmpFS{files: map[string]map[string]bool{}} }
+// New is an empty /tmp for every container.
+func New() *TmpFS { return &TmpFS{files: map[string]map[string]bool{}} }
 
-func (f *tmpFS) exec(_ context.Context, req fakecri.ExecRequest) (int32, error) {
+// Option is the mock's option that routes its exec calls here first.
+func (f *TmpFS) Option() fakecri.Option { return fakecri.WithExecHook(f.exec) }
+
+func (f *TmpFS) exec(_ context.Context, req fakecri.ExecRequest) (int32, error) {
 	if len(req.Cmd) == 0 {
 		return 0, fakecri.ErrNotHandled
 	}
