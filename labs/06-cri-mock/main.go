@@ -126,8 +126,8 @@ func printGuide(out *labenv.Printer, srv *fakecri.Server, stateDir, labDir strin
 	fmt.Fprintf(out, `
 In another terminal, from the repository root:
 
-  export CRI_CONFIG_FILE=%s/crictl.yaml   # points crictl at %s
-  C=%s D=%s
+  D=%s
+  C="%s --config $D/crictl.yaml"       # crictl.yaml points crictl at %s
   $C version
   $C images                             # the pause and busybox images our containerd has too
   POD=$($C runp $D/pod.json)
@@ -145,7 +145,7 @@ In another terminal, from the repository root:
 CRI calls appear below as they arrive (-all-calls adds the Version and
 ImageFsInfo calls crictl makes on every connection). Ctrl-C stops the runtime.
 
-`, rel(labDir), srv.Endpoint(), rel(crictl), rel(labDir))
+`, rel(labDir), rel(crictl), srv.Endpoint())
 }
 
 func startsWithDotDot(p string) bool { return len(p) >= 2 && p[:2] == ".." }

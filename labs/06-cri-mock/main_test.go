@@ -121,8 +121,8 @@ func TestCrictlAgainstTheLab(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), patient)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, crictl, args...)
-		cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE="+filepath.Join(labDir, "crictl.yaml"))
+		// as the guide has it: crictl --config <the lab's crictl.yaml>
+		cmd := exec.CommandContext(ctx, crictl, append([]string{"--config", filepath.Join(labDir, "crictl.yaml")}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
@@ -211,8 +211,7 @@ func ccStdin(t *testing.T, crictl, labDir, stdin string, args ...string) string 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patient)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, crictl, args...)
-	cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE="+filepath.Join(labDir, "crictl.yaml"))
+	cmd := exec.CommandContext(ctx, crictl, append([]string{"--config", filepath.Join(labDir, "crictl.yaml")}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	b, err := cmd.Output()
 	if err != nil {

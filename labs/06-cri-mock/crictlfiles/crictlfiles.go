@@ -1,5 +1,6 @@
 // Package crictlfiles writes the files lab 06's walk-through hands to
-// crictl: crictl.yaml (which socket to talk to) and three CRI requests,
+// crictl: crictl.yaml (which socket to talk to, for crictl --config) and
+// three CRI requests,
 // pod.json for `crictl runp` and container.json / ignore-sigterm.json for
 // `crictl create`.
 //
@@ -74,8 +75,9 @@ func Write(dir, endpoint, image string) error {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	// crictl reads its endpoints from $CRI_CONFIG_FILE: no flags to type,
-	// and no warning about a missing /etc/crictl.yaml.
+	// crictl --config reads its endpoints from here (as it would from
+	// $CRI_CONFIG_FILE): no endpoint flags to type, and no warning about a
+	// missing /etc/crictl.yaml.
 	crictlYAML := fmt.Sprintf("runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 30\n", endpoint, endpoint)
 	if err := os.WriteFile(filepath.Join(dir, "crictl.yaml"), []byte(crictlYAML), 0o644); err != nil {
 		return err
