@@ -40,7 +40,7 @@ func TestExecLatencyVersusTheRealKubelet(t *testing.T) {
 	real := testenv.StartProgram(t, testenv.BuildLab(t, "./labs/01-fake-node"), env(), "--node-name="+targets[0].node)
 	real.WaitFor(t, "Node "+targets[0].node+" is Ready", 3*time.Minute)
 	ours := testenv.StartProgram(t, testenv.BuildLab(t, "./labs/14-exec"), env(), "--node-name="+targets[1].node, "--port=0", "--quiet-kubelet")
-	ours.WaitFor(t, "node server on", 3*time.Minute)
+	ours.WaitFor(t, "serving   https://", 3*time.Minute)
 	for _, tg := range targets {
 		waitReady(t, admin, shellPod(t, admin, tg.node, tg.pod))
 		n, err := admin.CoreV1().Nodes().Get(context.Background(), tg.node, metav1.GetOptions{})

@@ -19,20 +19,22 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"kubelet-labs/internal/critest"
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/labs/14-exec/visitor"
 	"kubelet-labs/mycore/server"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 func defaults(kubeconfig, nodeName, runtime string) options {
-	return options{kubeconfig: kubeconfig, nodeName: nodeName, runtime: runtime, address: "127.0.0.1", port: 0,
+	return options{kubeconfig: kubeconfig, nodeName: nodeName, runtime: labruntime.Flags{Kind: runtime}, address: "127.0.0.1", port: 0,
 		websockets: true, denyTTL: time.Second, timeout: time.Minute}
 }
 
@@ -42,7 +44,7 @@ func startLab(t *testing.T, o options) *testenv.Lab[*lab] {
 	testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, t.TempDir())
 	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*lab)) error {
-		return run(ctx, o, out, onReady)
+		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 }
 
@@ -71,7 +73,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	admin := testenv.AdminClient(t)
 	before := goleak.IgnoreCurrent()
 	o := defaults(cp.AdminKubeconfig(), nodeName, runtime)
-	o.endpoint = endpoint
+	o.runtime.Endpoint = endpoint
 	l := startLab(t, o)
 	pod := shellPod(t, admin, nodeName, "")
 	waitReady(t, admin, pod)
@@ -86,7 +88,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		if got, errOut, code := testenv.Kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
 			t.Errorf("echo hello | kubectl exec -i shell -- cat: %q, exit %d, %q", got, code, errOut)
 		}
-		if !strings.Contains(l.Out.String(), "server   GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
+		if !strings.Contains(l.Out.String(), "server  GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
 			t.Errorf("the lab did not print the exec request as it reached the node server")
 		}
 	})
@@ -126,13 +128,10 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "pod "+pod.Name+" gone after its delete (the node finishes it)", time.Minute, func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err)
 	})
-	if err != nil {
-		t.Errorf("pod %s still there a minute after its delete: the node did not finish it", pod.Name)
-	}
 	l.Stop()
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
@@ -144,23 +143,23 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 // refusals knocks on the node server with the files the lab printed, as
 // the README's curl commands do.
 func refusals(t *testing.T, l *lab, admin kubernetes.Interface) {
-	port := l.server.Port()
+	port := l.node.Server.Port()
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	ca, err := os.ReadFile(l.caFile)
+	ca, err := os.ReadFile(l.node.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := get(ca, nil, base+"/pods"); err == nil || !strings.Contains(err.Error(), "certificate required") {
 		t.Errorf("no client certificate: %v, want the handshake refused (certificate required)", err)
 	}
-	visitor, err := tls.LoadX509KeyPair(l.visitor.cert, l.visitor.key)
+	cert, err := tls.LoadX509KeyPair(l.visitor.Cert, l.visitor.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(l.visitor.key); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("%s: %v %v, want mode 0600", l.visitor.key, fi.Mode(), err)
+	if fi, err := os.Stat(l.visitor.Key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v, want mode 0600", l.visitor.Key, fi.Mode(), err)
 	}
-	code, body, err := get(ca, &visitor, base+"/pods")
+	code, body, err := get(ca, &cert, base+"/pods")
 	if want := "Forbidden (user=lab-14-visitor, verb=get, resource=nodes, subresource(s)=[pods proxy])"; err != nil || code != 403 || strings.TrimSpace(body) != want {
 		t.Errorf("the visitor, before any RBAC: %d %q (%v), want 403 %q", code, body, err, want)
 	}
@@ -169,25 +168,25 @@ func refusals(t *testing.T, l *lab, admin kubernetes.Interface) {
 	ctx := context.Background()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lab-14-visitor"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: VisitorUser}}}
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: visitor.User}}}
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 	})
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		code, body, err = get(ca, &visitor, base+"/pods")
-		return err == nil && code == 200, nil
+	testenv.PollTrue(t, "the visitor let in after the grant", 30*time.Second, func() bool {
+		code, body, err = get(ca, &cert, base+"/pods")
+		return err == nil && code == 200
 	})
-	if err != nil || !strings.Contains(body, `"name":"shell"`) {
+	if !strings.Contains(body, `"name":"shell"`) {
 		t.Errorf("the visitor after the grant: %d %.200q", code, body)
 	}
 	for _, c := range []struct{ path, want string }{
-		{"/containerLogs/default/nosuch/shell", "pod default/nosuch is not on node " + l.node.Node.Name},
+		{"/containerLogs/default/nosuch/shell", "pod default/nosuch is not on node " + l.node.Name},
 		{"/containerLogs/default/shell/nosuch", `container "nosuch" is not in pod default/shell (its containers: shell, web)`},
 	} {
-		code, body, err := get(ca, &visitor, base+c.path)
+		code, body, err := get(ca, &cert, base+c.path)
 		if err != nil || code != 404 || strings.TrimSpace(body) != c.want {
 			t.Errorf("GET %s: %d %q (%v), want 404 %q", c.path, code, body, err, c.want)
 		}
@@ -208,7 +207,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		want   string
 	}{
 		{func(o *options) { o.port = port }, fmt.Sprintf("127.0.0.1:%d is already in use", port)},
-		{func(o *options) { o.runtime = "docker" }, `--runtime "docker": want one of containerd, containerd-2.2, containerd-1.6, mock`},
+		{func(o *options) { o.runtime.Kind = "docker" }, `--runtime "docker": want one of containerd, containerd-2.2, containerd-1.6, mock`},
 		{func(o *options) { o.nodeIP = "10.1.2.3" }, "--node-ip 10.1.2.3 but --address 127.0.0.1"},
 		{func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
 		{func(o *options) { o.nodeName = "Bad_Name" }, "Bad_Name"},
@@ -216,7 +215,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		t.Setenv(state.EnvVar, t.TempDir())
 		o := defaults(cp.AdminKubeconfig(), "t14-bad", "mock")
 		c.change(&o)
-		err := run(context.Background(), o, io.Discard, nil)
+		err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run with bad input: %v, want an error with %q", err, c.want)
 		}
@@ -243,18 +242,13 @@ func shellPod(t *testing.T, admin kubernetes.Interface, nodeName, name string) *
 	if name != "" {
 		pod.Name = name
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	testenv.Poll(t, "pod "+pod.Name+" created", time.Minute, func() (bool, error) {
+		_, err := admin.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "serviceaccount") {
 			return false, nil // the default ServiceAccount comes a moment after the namespace
 		}
 		return err == nil, err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = admin.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -264,23 +258,18 @@ func shellPod(t *testing.T, admin kubernetes.Interface, nodeName, name string) *
 
 func waitReady(t *testing.T, admin kubernetes.Interface, pod *v1.Pod) {
 	t.Helper()
-	var last *v1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := admin.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	testenv.PollTrue(t, "pod "+pod.Name+" Ready", 2*time.Minute, func() bool {
+		p, err := admin.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false
 		}
-		last = p
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	})
-	if err != nil {
-		t.Fatalf("pod %s not Ready: %+v", pod.Name, last.Status)
-	}
 }
 
 // get is the README's curl: the cluster CA to trust the node, and an

@@ -1,4 +1,8 @@
-package main
+// Package visitor gives lab 14's visitor — a user the cluster CA vouches
+// for and RBAC knows nothing about — a client certificate, so a learner can
+// knock on the node server with curl: the certificate gets through the
+// server's TLS check, and then meets the SubjectAccessReview.
+package visitor
 
 import (
 	"context"
@@ -21,22 +25,20 @@ import (
 	"kubelet-labs/mycore/bootstrap"
 )
 
-// VisitorUser is a user the cluster CA vouches for and RBAC grants
-// nothing: it gets through the node server's TLS check and then meets the
-// SubjectAccessReview.
-const VisitorUser = "lab-14-visitor"
+// User is a user the cluster CA vouches for and RBAC grants nothing.
+const User = "lab-14-visitor"
 
-// visitor holds the file paths of the visitor's credentials.
-type visitor struct{ cert, key string }
+// Files are the paths of the visitor's certificate and key (PEM).
+type Files struct{ Cert, Key string }
 
-// visitorCredentials gives VisitorUser a client certificate signed by the
-// cluster CA — through the CSR API (signer
-// kubernetes.io/kube-apiserver-client), approved with the admin client —
-// and writes key (0600) and certificate into dir. A still valid pair is
-// reused.
-func visitorCredentials(ctx context.Context, admin kubernetes.Interface, ca []byte, dir string) (*visitor, error) {
-	v := &visitor{cert: filepath.Join(dir, "visitor.crt"), key: filepath.Join(dir, "visitor.key")}
-	if pair, err := tls.LoadX509KeyPair(v.cert, v.key); err == nil {
+// Credentials gives User a client certificate signed by the cluster CA —
+// through the CSR API (signer kubernetes.io/kube-apiserver-client),
+// approved with the admin client — and writes key (0600) and certificate
+// (visitor.key, visitor.crt) into dir. A pair still valid for ten minutes
+// is reused.
+func Credentials(ctx context.Context, admin kubernetes.Interface, ca []byte, dir string) (*Files, error) {
+	v := &Files{Cert: filepath.Join(dir, "visitor.crt"), Key: filepath.Join(dir, "visitor.key")}
+	if pair, err := tls.LoadX509KeyPair(v.Cert, v.Key); err == nil {
 		roots := x509.NewCertPool()
 		roots.AppendCertsFromPEM(ca)
 		if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
@@ -52,7 +54,7 @@ func visitorCredentials(ctx context.Context, admin kubernetes.Interface, ca []by
 	if err != nil {
 		return nil, err
 	}
-	der, err := certutil.MakeCSR(key, &pkix.Name{CommonName: VisitorUser}, nil, nil)
+	der, err := certutil.MakeCSR(key, &pkix.Name{CommonName: User}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +74,10 @@ func visitorCredentials(ctx context.Context, admin kubernetes.Interface, ca []by
 	if err != nil {
 		return nil, fmt.Errorf("visitor certificate: CSR %s not issued: %w", name, err)
 	}
-	if err := os.WriteFile(v.key, keyPEM, 0o600); err != nil {
+	if err := os.WriteFile(v.Key, keyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(v.cert, certPEM, 0o644); err != nil {
+	if err := os.WriteFile(v.Cert, certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return v, nil
