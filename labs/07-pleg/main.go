@@ -216,7 +216,11 @@ func relistForever(ctx context.Context, o options, rt *labruntime.Runtime, m *pl
 	for {
 		select {
 		case <-ctx.Done():
-			out.Printf("stopped: %s", context.Cause(ctx))
+			if m.Ours {
+				out.Printf("stopped: removing the demo pod, then our mock runtime")
+			} else {
+				out.Printf("stopped: removing the demo pod")
+			}
 			return nil
 		case ev := <-events:
 			cache.Event(ev)

@@ -114,8 +114,7 @@ func (m *Mock) Guide(out *labenv.Printer, pod cri.Pod, image, sandboxID string, 
 	out.Printf(`Demo pod %s/%s (uid %s): sandbox %.13s, containers nginx %.13s and sidecar %.13s.
 In another terminal, from the repository root:
 
-  export CRI_CONFIG_FILE=%s
-  C=%s
+  C="%s --config %s"
   $C ps -a
   curl -s --unix-socket %s -X POST http://fakecri/v1/containers/%.13s/exit -d '{"exitCode":137,"reason":"OOMKilled"}'
   $C rm %.13s
@@ -126,7 +125,7 @@ Expect ContainerDied after the curl, ContainerRemoved after rm, and
 ContainerStarted after start (none after create: a CREATED container is
 "unknown" to the PLEG and its ContainerChanged event is dropped).
 Events (Ctrl-C to stop):
-`, pod.Namespace, pod.Name, pod.UID, sandboxID, containerIDs[0], containerIDs[1], rel(cfgFile), rel(crictl), rel(m.Control), containerIDs[0], containerIDs[0],
+`, pod.Namespace, pod.Name, pod.UID, sandboxID, containerIDs[0], containerIDs[1], rel(crictl), rel(cfgFile), rel(m.Control), containerIDs[0], containerIDs[0],
 		sandboxID, rel(extraFile), rel(sandboxFile))
 }
 
