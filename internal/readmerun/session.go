@@ -31,6 +31,7 @@ type Session struct {
 
 	envFile  string
 	sessions []*background // backgrounds that live until Close
+	learner  *learner      // who types the commands (nil: this process's user)
 }
 
 // Shown is how the READMEs write the path of the learner's checkout.
@@ -64,10 +65,10 @@ func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
 		tb.Fatal(err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") && !strings.HasSuffix(e.Name(), "version") && !strings.Contains(e.Name(), "stamp") {
-			continue // locks
+		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), ".lock") {
+			continue // containerd's build folder, locks
 		}
-		if err := os.Symlink(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
+		if err := linkOrCopy(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -75,6 +76,15 @@ func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
 		if err := os.Symlink(containerdDir, filepath.Join(s.Dir, ".labs", "containerd")); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	if s.learner, err = lookupLearner(); err != nil {
+		tb.Fatal(err)
+	}
+	if s.learner != nil {
+		if err := s.learner.give(s.Dir); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Logf("the READMEs' commands run as %s (uid %d), in %s", s.learner.name, s.learner.uid, s.Dir)
 	}
 	return s
 }
@@ -148,7 +158,11 @@ func (s *Session) command(script string) *exec.Cmd {
 		}
 		env = append(env, kv)
 	}
-	cmd.Env = append(env, "GOFLAGS=-buildvcs=false")
+	env = append(env, "GOFLAGS=-buildvcs=false")
+	if s.learner != nil {
+		env = s.learner.apply(cmd.SysProcAttr, env)
+	}
+	cmd.Env = env
 	return cmd
 }
 
@@ -256,7 +270,14 @@ type background struct {
 func (s *Session) start(t *testing.T, b Block, timeout time.Duration) *background {
 	t.Helper()
 	bg := &background{b: b, out: &syncBuffer{}, done: make(chan struct{})}
-	bg.cmd = s.command(s.script(b.Script, false))
+	// A terminal sends Ctrl-C to the program in the foreground, not to the
+	// shell that started it: exec the command, so no shell stands between
+	// (bash waiting on `go run` turns a clean exit into status 1).
+	script := strings.TrimSpace(b.Script)
+	if strings.Contains(script, "\n") {
+		t.Fatalf("line %d: a background block holds one command (what runs in that terminal's foreground)", b.Line)
+	}
+	bg.cmd = s.command(fmt.Sprintf("[ -f %q ] && source %q 2>/dev/null\nexec %s\n", s.envFile, s.envFile, script))
 	bg.cmd.Stdout, bg.cmd.Stderr = bg.out, bg.out
 	if err := bg.cmd.Start(); err != nil {
 		t.Fatalf("line %d: %v", b.Line, err)
@@ -306,7 +327,13 @@ func (bg *background) stop(t *testing.T, s *Session) {
 		return
 	}
 	shown := s.shownPaths(bg.out.String())
-	if bg.err != nil {
+	// `go run` itself exits 1 when it was interrupted, whatever the program
+	// returned (cmd/go/internal/work/exec.go: base.Interrupted sets exit
+	// status 1): there, a clean stop is one with no "error:" line, which is
+	// how labenv.Main reports a failure.
+	var exit *exec.ExitError
+	goRunInterrupted := errors.As(bg.err, &exit) && exit.ExitCode() == 1 && strings.HasPrefix(strings.TrimSpace(bg.b.Script), "go run ")
+	if bg.err != nil && !goRunInterrupted || strings.Contains(shown, "\nerror: ") {
 		t.Errorf("line %d: %v after Ctrl-C (a lab cleans up and exits 0):\n%s", bg.b.Line, bg.err, shown)
 	}
 	if bg.b.Output != nil {
