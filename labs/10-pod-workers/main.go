@@ -5,7 +5,8 @@
 //
 // The lab joins node lab-node-10 (as lab 05), watches the pods bound to it
 // (the apiserver source of lab 09) into the pod manager, and hands each to
-// the pod workers (mycore/podworkers) the way the kubelet's handlers do.
+// the pod workers (mycore/podworkers) the way the kubelet's sync loop does
+// (teachloop: a small teaching copy of that loop, which prints every step).
 // The runtime is the mock CRI (mylib/fakecri) in this process; the real
 // PLEG relists it every second over mycore/runtime and fills the cache.
 // The syncer prints what the kubelet would do and creates, stops and
@@ -17,13 +18,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +31,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/mycore/cri"
+	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/labs/10-pod-workers/teachloop"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
@@ -55,42 +52,39 @@ type options struct {
 }
 
 func main() {
-	// Our own flag set: importing package kubelet (for the pod workers'
-	// option types) registers cAdvisor's flags on flag.CommandLine, and
-	// -h should list only this lab's.
-	fs := flag.NewFlagSet("10-pod-workers", flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-10", "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	fs.DurationVar(&o.relist, "relist-period", time.Second, "PLEG relist period (kubelet: 1s, kubelet.go genericPlegRelistPeriod)")
-	fs.DurationVar(&o.resync, "sync-frequency", podworkers.DefaultResyncInterval, "resync a pod this long after a good sync (kubelet: --sync-frequency)")
-	fs.DurationVar(&o.backOff, "backoff", podworkers.DefaultBackOffPeriod, "retry a failed sync after this (kubelet: backOffPeriod)")
-	fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often finished workers are cleaned up (kubelet: housekeepingPeriod)")
-	fs.BoolVar(&o.quiet, "quiet", false, "print a summary when the counts change instead of every step (for many pods)")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
+	labenv.Main(labenv.Lab{
+		Name: "10-pod-workers",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+			fs.StringVar(&o.nodeName, "node-name", "lab-node-10", "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
+			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+			fs.DurationVar(&o.relist, "relist-period", time.Second, "PLEG relist period (kubelet: 1s, kubelet.go genericPlegRelistPeriod)")
+			fs.DurationVar(&o.resync, "sync-frequency", podworkers.DefaultResyncInterval, "resync a pod this long after a good sync (kubelet: --sync-frequency)")
+			fs.DurationVar(&o.backOff, "backoff", podworkers.DefaultBackOffPeriod, "retry a failed sync after this (kubelet: backOffPeriod)")
+			fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often finished workers are cleaned up (kubelet: housekeepingPeriod)")
+			fs.BoolVar(&o.quiet, "quiet", false, "print a summary when the counts change instead of every step (for many pods)")
+		},
+		Check: o.check,
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, nil); err != nil {
-		labenv.Fatal(err)
+func (o *options) check() error {
+	if o.timeout <= 0 || o.relist <= 0 || o.resync <= 0 || o.backOff <= 0 || o.housekeeping <= 0 {
+		return errors.New("--timeout, --relist-period, --sync-frequency, --backoff and --housekeeping must be positive")
 	}
+	return labenv.CheckNodeName(o.nodeName)
 }
 
 // lab is what a test gets once everything is running.
 type lab struct {
 	node    *node.Joined
 	mock    *fakecri.Server
-	cri     *cri.Client
 	workers *podworkers.Workers
-	pods    kubepod.Manager
 }
 
-func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := labenv.NewPrinter(w)
-	if o.timeout <= 0 || o.relist <= 0 || o.resync <= 0 || o.backOff <= 0 || o.housekeeping <= 0 {
-		return fmt.Errorf("--timeout, --relist-period, --sync-frequency, --backoff and --housekeeping must be positive")
-	}
+func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)) error {
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
@@ -119,47 +113,38 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	}
 
 	// 2. The container runtime: the mock CRI, served in this process on a
-	// socket in the node's state folder, and our client for it.
-	mock, err := fakecri.Start(filepath.Join(j.Dir, "mockcri.sock"))
+	// socket in the node's state folder, and our client for it. Its
+	// control API makes a container exit on demand.
+	rt, err := labruntime.Open(ctx, labruntime.Options{Flags: labruntime.Flags{Kind: labruntime.Mock}, Dir: j.Dir})
 	if err != nil {
 		return err
 	}
-	defer mock.Stop()
-	crc, err := cri.Dial(ctx, mock.Endpoint())
-	if err != nil {
-		return err
-	}
-	defer crc.Close()
-	out.Printf("mock CRI runtime on %s (control API: %s)", mock.Endpoint(), mock.ControlSocketPath())
+	defer rt.Close()
+	out.Printf("%s (control API: %s)", rt.Describe, rt.Mock.ControlSocketPath())
 
 	// 3. The PLEG: relists the runtime every period and writes each pod's
 	// status into the pod cache — the cache every pod worker waits on.
 	cache := kubecontainer.NewCache()
 	events := make(chan *pleg.PodLifecycleEvent, 1000) // plegChannelCapacity, kubelet.go:205
-	gen := pleg.NewGenericPLEG(klog.Background(), runtime.New(crc), events,
+	gen := pleg.NewGenericPLEG(klog.Background(), runtime.New(rt.CRI), events,
 		&pleg.RelistDuration{RelistPeriod: o.relist, RelistThreshold: 3 * time.Minute}, cache, clock.RealClock{}).(*pleg.GenericPLEG)
 	out.Printf("PLEG relists every %s into the pod cache", o.relist)
 
-	// 4. The pod workers, with a syncer that acts on the mock.
-	printf := out.Printf
+	// 4. The pod workers, with a syncer that acts on the mock, and the sync
+	// loop that feeds them (with --quiet: a summary instead of every step).
+	log, summary := out.Stamped, (func(string, ...any))(nil)
 	if o.quiet {
-		printf = func(string, ...any) {}
+		log, summary = nil, out.Stamped
 	}
-	stamped := func(f string, a ...any) { printf(time.Now().Format("15:04:05.000")+" "+f, a...) }
-	k := &miniKubelet{
-		client: client, pods: kubepod.NewBasicPodManager(), printf: stamped,
-		say:      out.Stamped,
-		finished: make(chan podworkers.Event, 1000),
-	}
+	loop := teachloop.New(teachloop.Options{Client: client, Pods: kubepod.NewBasicPodManager(), Log: log, Summary: summary})
 	workers, err := podworkers.New(podworkers.Options{
-		Syncer: &labSyncer{cri: crc, control: mock.ControlSocketPath(), printf: stamped},
+		Syncer: &teachloop.Syncer{CRI: rt.CRI, Control: rt.Mock.ControlSocketPath(), Log: log},
 		Cache:  cache, ResyncInterval: o.resync, BackOffPeriod: o.backOff,
-		OnEvent: k.onWorkerEvent,
+		OnEvent: loop.OnWorkerEvent,
 	})
 	if err != nil {
 		return err
 	}
-	k.workers = workers
 	gen.Start()
 	// Stop order: the workers (they call the runtime), then the PLEG.
 	defer gen.Stop()
@@ -171,13 +156,14 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	out.Printf("  kubectl apply -f labs/10-pod-workers/oneshot.yaml")
 	out.Printf("  kubectl apply -f labs/10-pod-workers/slowstop.yaml && kubectl delete pod slowstop --wait=false")
 	if onReady != nil {
-		onReady(&lab{node: j, mock: mock, cri: crc, workers: workers, pods: k.pods})
+		onReady(&lab{node: j, mock: rt.Mock, workers: workers})
 	}
 
-	// 6. The sync loop.
+	// 6. The sync loop: config updates, PLEG events and housekeeping, each
+	// turned into UpdatePod calls, until Ctrl-C.
 	housekeeping := time.NewTicker(o.housekeeping)
 	defer housekeeping.Stop()
-	k.syncLoop(ctx, updates, events, housekeeping.C, o.quiet)
+	loop.Run(ctx, workers, updates, events, housekeeping.C)
 	for range updates { // the source closes it once its goroutines are gone
 	}
 	out.Printf("stopped: the Node and its pods stay in the apiserver; the mock runtime and its containers are gone")

@@ -4,19 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mylib/fakecri"
@@ -29,68 +30,27 @@ func defaults(kubeconfig, nodeName string) options {
 		relist: time.Second, resync: time.Minute, backOff: 10 * time.Second, housekeeping: 2 * time.Second}
 }
 
-// startLab runs the lab in-process; stop ends it and waits for run to return.
-func startLab(t *testing.T, nodeName string) (l *lab, out *testenv.SyncBuffer, stop func()) {
+// startLab runs the lab in-process, with its own state folder.
+func startLab(t *testing.T, nodeName string) *testenv.Lab[*lab] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	out = &testenv.SyncBuffer{}
-	ready := make(chan *lab, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, defaults(cp.AdminKubeconfig(), nodeName), out, func(l *lab) { ready <- l })
-	}()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("lab output:\n%s", out)
-		}
+	o := defaults(cp.AdminKubeconfig(), nodeName)
+	return testenv.StartLab(t, func(ctx context.Context, w io.Writer, ready func(*lab)) error {
+		return run(ctx, o, labenv.NewPrinter(w), ready)
 	})
-	select {
-	case l = <-ready:
-		return l, out, stop
-	case err := <-errc:
-		errc <- err
-		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("not ready after 2m:\n%s", out)
-	}
-	return nil, nil, nil
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+func waitFor(t *testing.T, out *testenv.Lines, text string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func waitFor(t *testing.T, out *testenv.SyncBuffer, text string) {
-	t.Helper()
-	poll(t, fmt.Sprintf("the lab to print %q", text), time.Minute, func() bool { return strings.Contains(out.String(), text) })
+	testenv.PollTrue(t, fmt.Sprintf("the lab to print %q", text), time.Minute, func() bool { return strings.Contains(out.String(), text) })
 }
 
 // waitServiceAccount: pods in a namespace are admitted once the
 // controller-manager made its default service account.
 func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	poll(t, "service account "+ns+"/default", time.Minute, func() bool {
+	testenv.PollTrue(t, "service account "+ns+"/default", time.Minute, func() bool {
 		_, err := c.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
 		return err == nil
 	})
@@ -127,7 +87,7 @@ func mockPod(l *lab, name string) (sandbox *fakecri.SandboxInfo, containers []fa
 	return sandbox, containers
 }
 
-func running(l *lab, name string) (string, bool) {
+func runningIn(l *lab, name string) (string, bool) {
 	sb, cs := mockPod(l, name)
 	if sb == nil || sb.State != "SANDBOX_READY" || len(cs) != 1 || cs[0].State != "CONTAINER_RUNNING" {
 		return "", false
@@ -144,9 +104,10 @@ func TestPodLifecycles(t *testing.T) {
 	ctx := context.Background()
 	admin := testenv.AdminClient(t)
 	waitServiceAccount(t, admin, "default")
-	before := goleak.IgnoreCurrent()
+	testenv.NoLeaks(t)
 	const nodeName = "t10-workers"
-	l, out, stop := startLab(t, nodeName)
+	running := startLab(t, nodeName)
+	l, out := running.L, running.Out
 	t.Cleanup(func() {
 		_ = admin.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{})
 	})
@@ -169,12 +130,12 @@ func TestPodLifecycles(t *testing.T) {
 	// worker started: the pending create is then replaced (coalesced).
 	waitFor(t, out, "default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
 	var id string
-	poll(t, "the pod's container running in the mock", time.Minute, func() (ok bool) { id, ok = running(l, "t10-oneshot"); return ok })
+	testenv.PollTrue(t, "the pod's container running in the mock", time.Minute, func() (ok bool) { id, ok = runningIn(l, "t10-oneshot"); return ok })
 	// The PLEG sees it and syncs the pod again; now the cache has it, so
 	// nothing is created twice.
 	waitFor(t, out, "PLEG      ContainerStarted default/t10-oneshot")
 	waitFor(t, out, "default/t10-oneshot: sandbox ")
-	poll(t, "a sync after the label update", time.Minute, func() bool {
+	testenv.PollTrue(t, "a sync after the label update", time.Minute, func() bool {
 		o := out.String()
 		i := strings.Index(o, "UPDATE    default/t10-oneshot")
 		return i >= 0 && strings.Contains(o[i:], "default/t10-oneshot: sandbox ")
@@ -213,7 +174,7 @@ func TestPodLifecycles(t *testing.T) {
 	t.Cleanup(func() {
 		_ = admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	})
-	poll(t, "the slowstop container running", time.Minute, func() bool { _, ok := running(l, "t10-slowstop"); return ok })
+	testenv.PollTrue(t, "the slowstop container running", time.Minute, func() bool { _, ok := runningIn(l, "t10-slowstop"); return ok })
 	three := int64(3)
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: &three}); err != nil {
 		t.Fatal(err)
@@ -221,12 +182,12 @@ func TestPodLifecycles(t *testing.T) {
 	waitFor(t, out, "worker    transition default/t10-slowstop sync → terminating, grace 3s: deletionTimestamp set (graceful delete)")
 	waitFor(t, out, "syncer    SyncTerminatingPod default/t10-slowstop: stop 1 running container(s) with grace 3s")
 	waitFor(t, out, "worker    finished   default/t10-slowstop")
-	poll(t, "t10-slowstop gone from the apiserver", time.Minute, func() bool {
+	testenv.PollTrue(t, "t10-slowstop gone from the apiserver", time.Minute, func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, "t10-slowstop", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	waitFor(t, out, "apiserver default/t10-slowstop: terminated and deleted")
-	poll(t, "the slowstop worker removed", time.Minute, func() bool { _, ok := l.workers.State(slow.UID); return !ok })
+	testenv.PollTrue(t, "the slowstop worker removed", time.Minute, func() bool { _, ok := l.workers.State(slow.UID); return !ok })
 	if sb, _ := mockPod(l, "t10-slowstop"); sb != nil {
 		t.Errorf("the deleted pod's sandbox is still in the mock: %+v", sb)
 	}
@@ -235,25 +196,19 @@ func TestPodLifecycles(t *testing.T) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "t10-oneshot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "t10-oneshot gone from the apiserver", time.Minute, func() bool {
+	testenv.PollTrue(t, "t10-oneshot gone from the apiserver", time.Minute, func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, "t10-oneshot", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	poll(t, "every worker removed", time.Minute, func() bool { return len(l.workers.Snapshot()) == 0 })
+	testenv.PollTrue(t, "every worker removed", time.Minute, func() bool { return len(l.workers.Snapshot()) == 0 })
 
 	// 5. Stop: nothing of the lab stays behind.
+	// (NoLeaks checks at the end of the test that no goroutine is left.)
 	sock := l.mock.SocketPath()
-	stop()
+	running.Stop()
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the mock's socket %s is left: %v", sock, err)
 	}
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		// client-go keeps one HTTP/2 connection per TLS config in a
-		// process-wide transport cache; its read loop idles until the
-		// server closes it. Not a goroutine of the lab.
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
 }
 
 // TestClearErrors: bad flags and no cluster give one line, not a hang.
@@ -262,12 +217,15 @@ func TestClearErrors(t *testing.T) {
 	o := defaults(filepath.Join(t.TempDir(), "missing.kubeconfig"), "t10-bad")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, o, &testenv.SyncBuffer{}, nil)
-	if err == nil || !strings.Contains(err.Error(), "missing.kubeconfig") {
+	if err := run(ctx, o, labenv.NewPrinter(io.Discard), nil); err == nil || !strings.Contains(err.Error(), "missing.kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
 	}
 	o.relist = 0
-	if err := run(ctx, o, &testenv.SyncBuffer{}, nil); err == nil || !strings.Contains(err.Error(), "--relist-period") {
+	if err := o.check(); err == nil || !strings.Contains(err.Error(), "--relist-period") {
 		t.Errorf("relist 0: %v", err)
+	}
+	o = defaults("", "Bad_Name")
+	if err := o.check(); err == nil || !strings.Contains(err.Error(), "--node-name") {
+		t.Errorf("bad node name: %v", err)
 	}
 }

@@ -104,7 +104,7 @@ func TestThousandPods(t *testing.T) {
 		}
 		return sandboxes, running
 	}
-	poll(t, "1,000 pods running in the mock", 5*time.Minute, func() bool { sb, c := count(); return sb == n && c == n })
+	testenv.PollTrue(t, "1,000 pods running in the mock", 5*time.Minute, func() bool { sb, c := count(); return sb == n && c == n })
 	up := time.Since(start)
 	busy := memory(t, pid)
 
@@ -112,12 +112,12 @@ func TestThousandPods(t *testing.T) {
 	if err := admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "every pod stopped and removed from the mock", 5*time.Minute, func() bool {
+	testenv.PollTrue(t, "every pod stopped and removed from the mock", 5*time.Minute, func() bool {
 		s, err := mock.State(ctx)
 		return err == nil && len(s.Sandboxes) == 0 && len(s.Containers) == 0
 	})
 	down := time.Since(start)
-	poll(t, "every pod deleted from the apiserver", 5*time.Minute, func() bool {
+	testenv.PollTrue(t, "every pod deleted from the apiserver", 5*time.Minute, func() bool {
 		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})

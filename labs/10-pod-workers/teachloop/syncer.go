@@ -1,4 +1,4 @@
-package main
+package teachloop
 
 import (
 	"context"
@@ -9,30 +9,41 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/podworkers"
+	"kubelet-labs/mycore/status"
 )
 
-// labSyncer is the pod workers' Syncer for this lab. It says what the
-// kubelet would do and does on the mock runtime only what makes the gating
-// visible: create the pod's sandbox and containers, stop them, remove
-// them. It never restarts a container and posts no status.
-type labSyncer struct {
-	cri     *cri.Client
-	control string // the mock's control socket, for the printed curl command
-	printf  func(format string, args ...any)
+// Syncer is the pod workers' Syncer for lab 10. It says what the kubelet
+// would do and does on the runtime only what makes the gating visible:
+// create the pod's sandbox and containers, stop them, remove them. It
+// never restarts a container and posts no status.
+type Syncer struct {
+	CRI *cri.Client
+	// Control is the mock's control socket, for the printed curl command
+	// that makes a container exit ("": none printed).
+	Control string
+	// Log gets every decision and CRI call; nil is silent.
+	Log func(format string, args ...any)
 }
 
-var _ podworkers.Syncer = (*labSyncer)(nil)
+var _ podworkers.Syncer = (*Syncer)(nil)
+
+func (s *Syncer) printf(format string, args ...any) {
+	if s.Log != nil {
+		s.Log(format, args...)
+	}
+}
 
 // SyncPod is the kubelet's SyncPod (kubelet.go:2019) reduced to: is the
 // pod terminal? if not, does it exist in the runtime? podStatus is what
 // the PLEG last recorded in the pod cache, newer than this worker's
 // previous sync: that is why it can be trusted to say "no sandbox yet".
-func (s *labSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
+func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
 	name := podName(pod)
 	// The kubelet computes the pod's phase from the container statuses and
 	// stops syncing once it is Succeeded or Failed (kubelet.go:2087-2090).
@@ -70,9 +81,9 @@ func (s *labSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodTyp
 // createPodSandbox, then startContainer per container). Each CRI call takes
 // ctx: a kill cancels it half way, and the terminating sync stops whatever
 // was made.
-func (s *labSyncer) createPod(ctx context.Context, pod *v1.Pod) error {
+func (s *Syncer) createPod(ctx context.Context, pod *v1.Pod) error {
 	p := cri.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Labels: pod.Labels}
-	podID, podCfg, err := s.cri.RunPod(ctx, p)
+	podID, podCfg, err := s.CRI.RunPod(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -85,24 +96,26 @@ func (s *labSyncer) createPod(ctx context.Context, pod *v1.Pod) error {
 		for _, e := range c.Env {
 			env[e.Name] = e.Value
 		}
-		id, err := s.cri.StartContainer(ctx, podID, podCfg, p.ContainerConfig(cri.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args, Env: env}))
+		id, err := s.CRI.StartContainer(ctx, podID, podCfg, p.ContainerConfig(cri.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args, Env: env}))
 		if err != nil {
 			return err
 		}
 		s.printf("CRI       CreateContainer + StartContainer %s → %s", c.Name, short(id))
-		s.printf("          make it exit: curl -s --unix-socket %s -X POST http://fakecri/v1/containers/%s/exit -d '{\"exitCode\":1}'", s.control, id)
+		if s.Control != "" {
+			s.printf("          make it exit: curl -s --unix-socket %s -X POST http://fakecri/v1/containers/%s/exit -d '{\"exitCode\":1}'", s.Control, id)
+		}
 	}
 	return nil
 }
 
 // ensureImage pulls an image the runtime does not have (the kubelet's
 // image manager, EnsureImageExists, with the IfNotPresent policy).
-func (s *labSyncer) ensureImage(ctx context.Context, image string) error {
-	ok, err := s.cri.HasImage(ctx, image)
+func (s *Syncer) ensureImage(ctx context.Context, image string) error {
+	ok, err := s.CRI.HasImage(ctx, image)
 	if err != nil || ok {
 		return err
 	}
-	if _, err := s.cri.Images.PullImage(s.cri.Context(ctx), &runtimeapi.ImageSpec{Image: image}, nil, nil); err != nil {
+	if _, err := s.CRI.Images.PullImage(s.CRI.Context(ctx), &runtimeapi.ImageSpec{Image: image}, nil, nil); err != nil {
 		return fmt.Errorf("PullImage %s: %w", image, err)
 	}
 	s.printf("CRI       PullImage %s", image)
@@ -117,7 +130,7 @@ func (s *labSyncer) ensureImage(ctx context.Context, image string) error {
 // The kubelet's killContainer also never passes less than 2 s
 // (minimumGracePeriodInSeconds, kuberuntime_manager.go:84); we pass the
 // value as is, so what the workers decided is what you see.
-func (s *labSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, _ func(*v1.PodStatus)) error {
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, gracePeriod *int64, _ func(*v1.PodStatus)) error {
 	grace, from := int64(30), "the default"
 	switch {
 	case gracePeriod != nil:
@@ -139,7 +152,7 @@ func (s *labSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStat
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			errs[i] = s.cri.StopContainer(ctx, c.ID.ID, time.Duration(grace)*time.Second)
+			errs[i] = s.CRI.StopContainer(ctx, c.ID.ID, time.Duration(grace)*time.Second)
 			if errs[i] == nil {
 				s.printf("CRI       StopContainer %s %s timeout=%ds: stopped after %s", c.Name, short(c.ID.ID), grace, time.Since(start).Round(10*time.Millisecond))
 			}
@@ -157,7 +170,7 @@ func (s *labSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStat
 	}
 	for _, sb := range podStatus.SandboxStatuses {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			if err := s.cri.Runtime.StopPodSandbox(s.cri.Context(ctx), sb.Id); err != nil && !cri.IsNotFound(err) {
+			if err := s.CRI.Runtime.StopPodSandbox(s.CRI.Context(ctx), sb.Id); err != nil && !cri.IsNotFound(err) {
 				return fmt.Errorf("StopPodSandbox %s: %w", short(sb.Id), err)
 			}
 			s.printf("CRI       StopPodSandbox %s", short(sb.Id))
@@ -168,15 +181,15 @@ func (s *labSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStat
 
 // SyncTerminatingRuntimePod stops a pod the runtime has and the config
 // does not, with grace 1 as the kubelet does (kubelet.go:2438).
-func (s *labSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
+func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
 	s.printf("syncer    SyncTerminatingRuntimePod %s/%s: stop its %d container(s) with grace 1s", rp.Namespace, rp.Name, len(rp.Containers))
 	for _, c := range rp.Containers {
-		if err := s.cri.StopContainer(ctx, c.ID.ID, time.Second); err != nil {
+		if err := s.CRI.StopContainer(ctx, c.ID.ID, time.Second); err != nil {
 			return err
 		}
 	}
 	for _, sb := range rp.Sandboxes {
-		if err := s.cri.Runtime.StopPodSandbox(s.cri.Context(ctx), sb.ID.ID); err != nil && !cri.IsNotFound(err) {
+		if err := s.CRI.Runtime.StopPodSandbox(s.CRI.Context(ctx), sb.ID.ID); err != nil && !cri.IsNotFound(err) {
 			return err
 		}
 	}
@@ -188,16 +201,16 @@ func (s *labSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubeconta
 // cgroups and status; it leaves removal to the container garbage collector
 // (kuberuntime_gc.go) and the pod container deletor. We remove them here
 // so the end of the pod is visible in the runtime too.
-func (s *labSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
 	s.printf("syncer    SyncTerminatedPod %s: remove %d container(s) and %d sandbox(es)", podName(pod), len(podStatus.ContainerStatuses), len(podStatus.SandboxStatuses))
 	for _, c := range podStatus.ContainerStatuses {
-		if err := s.cri.RemoveContainer(ctx, c.ID.ID); err != nil {
+		if err := s.CRI.RemoveContainer(ctx, c.ID.ID); err != nil {
 			return err
 		}
 		s.printf("CRI       RemoveContainer %s %s", c.Name, short(c.ID.ID))
 	}
 	for _, sb := range podStatus.SandboxStatuses {
-		if err := s.cri.Runtime.RemovePodSandbox(s.cri.Context(ctx), sb.Id); err != nil && !cri.IsNotFound(err) {
+		if err := s.CRI.Runtime.RemovePodSandbox(s.CRI.Context(ctx), sb.Id); err != nil && !cri.IsNotFound(err) {
 			return fmt.Errorf("RemovePodSandbox %s: %w", short(sb.Id), err)
 		}
 		s.printf("CRI       RemovePodSandbox %s", short(sb.Id))
@@ -205,30 +218,15 @@ func (s *labSyncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatu
 	return nil
 }
 
-// isTerminal decides the pod's phase the way getPhase does
-// (kubelet_pods.go:1653) for the two restart policies that let a pod end:
-// Never ends when every container exited, OnFailure when every container
-// exited with 0. Always never ends.
+// isTerminal is the phase the kubelet would compute (status.Generate, the
+// kubelet's generateAPIPodStatus with getPhase, kubelet_pods.go:1653)
+// from the pod cache: Succeeded or Failed once every container exited and
+// the restart policy keeps them down. The lab posts no status, so the
+// phase is only printed.
 func isTerminal(pod *v1.Pod, st *kubecontainer.PodStatus) (bool, string) {
-	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
+	phase := status.Generate(pod, st, pod.Status, false, status.GenerateOptions{}).Phase
+	if !podutil.IsPodPhaseTerminal(phase) {
 		return false, ""
-	}
-	failed := 0
-	for _, c := range pod.Spec.Containers {
-		cs := st.FindContainerStatusByName(c.Name)
-		if cs == nil || cs.State != kubecontainer.ContainerStateExited {
-			return false, ""
-		}
-		if cs.ExitCode != 0 {
-			failed++
-		}
-	}
-	if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && failed > 0 {
-		return false, ""
-	}
-	phase := v1.PodSucceeded
-	if failed > 0 {
-		phase = v1.PodFailed
 	}
 	return true, fmt.Sprintf("every container exited, restartPolicy %s: phase %s", pod.Spec.RestartPolicy, phase)
 }
@@ -240,14 +238,4 @@ func readySandbox(st *kubecontainer.PodStatus) string {
 		}
 	}
 	return ""
-}
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// short is the 13 characters crictl shows of an ID.
-func short(id string) string {
-	if id == "" {
-		return "(none)"
-	}
-	return id[:min(13, len(id))]
 }
