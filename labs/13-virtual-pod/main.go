@@ -9,7 +9,8 @@
 // the pod cache and reported at once. The status manager (mycore/status)
 // posts Pending → Running → Succeeded or Failed with each container's
 // exit code and message, and deletes the pod for good once a deleted
-// pod's work has stopped.
+// pod's work has stopped. The sync loop, the syncer and the virtual
+// runtime are in virtualnode, a small teaching copy of the kubelet's.
 //
 //	go run ./labs/13-virtual-pod
 //	kubectl apply -f labs/13-virtual-pod/readyz.yaml     # in another terminal
@@ -19,11 +20,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"io"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,6 +28,7 @@ import (
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/labs/13-virtual-pod/virtualnode"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
@@ -47,40 +45,37 @@ type options struct {
 }
 
 func main() {
-	// Our own flag set: package kubelet (imported for the pod workers'
-	// option types) registers cAdvisor's flags on flag.CommandLine.
-	fs := flag.NewFlagSet("13-virtual-pod", flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-13", "name of the node to join; pods bound to it (spec.nodeName) are run here")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
-	fs.DurationVar(&o.cacheTick, "cache-tick", 100*time.Millisecond, "how often the pod cache is declared complete (a PLEG does it once per relist, 1s)")
-	fs.DurationVar(&o.statusSync, "status-sync", status.DefaultSyncPeriod, "the status manager's full reconcile period (kubelet: 10s)")
-	fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often gone pods are forgotten (kubelet: housekeepingPeriod)")
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
+	labenv.Main(labenv.Lab{
+		Name: "13-virtual-pod",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+			fs.StringVar(&o.nodeName, "node-name", "lab-node-13", "name of the node to join; pods bound to it (spec.nodeName) are run here")
+			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
+			fs.DurationVar(&o.cacheTick, "cache-tick", 100*time.Millisecond, "how often the pod cache is declared complete (a PLEG does it once per relist, 1s)")
+			fs.DurationVar(&o.statusSync, "status-sync", status.DefaultSyncPeriod, "the status manager's full reconcile period (kubelet: 10s)")
+			fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often gone pods are forgotten (kubelet: housekeepingPeriod)")
+		},
+		Check: o.check,
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
+	})
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, nil); err != nil {
-		labenv.Fatal(err)
+func (o *options) check() error {
+	if o.timeout <= 0 || o.cacheTick <= 0 || o.statusSync <= 0 || o.housekeeping <= 0 {
+		return errors.New("--timeout, --cache-tick, --status-sync and --housekeeping must be positive")
 	}
+	return labenv.CheckNodeName(o.nodeName)
 }
 
 // lab is what a test gets once everything is running.
 type lab struct {
 	node   *node.Joined
 	status *status.Manager
-	rt     *virtualRuntime
+	rt     *virtualnode.Runtime
 }
 
-func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error {
-	out := labenv.NewPrinter(w)
-	if o.timeout <= 0 || o.cacheTick <= 0 || o.statusSync <= 0 || o.housekeeping <= 0 {
-		return errors.New("--timeout, --cache-tick, --status-sync and --housekeeping must be positive")
-	}
-	if err := labenv.CheckNodeName(o.nodeName); err != nil {
-		return err
-	}
+func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)) error {
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
@@ -110,34 +105,33 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 	// 2. The "runtime": the interpreter runs each container's command; the
 	// virtual runtime keeps every pod's state and writes each change into
 	// the pod cache — the cache the pod workers wait on.
-	in, err := newInterpreter(j.Config, func(f string, a ...any) { logf("http-get "+f, a...) })
+	in, err := virtualnode.NewInterpreter(j.Config, func(f string, a ...any) { logf("http-get "+f, a...) })
 	if err != nil {
 		return err
 	}
 	cache := kubecontainer.NewCache()
-	rt := newVirtualRuntime(cache, in.run, logf)
+	rt := virtualnode.NewRuntime(cache, in.Run, logf)
 	defer rt.Close()
 
 	// 3. Pod manager, pod workers, status manager. The status manager asks
 	// the workers whether a pod's containers could still run before it
 	// posts a terminal phase or deletes the pod.
 	pods := kubepod.NewBasicPodManager()
-	syncer := &virtualSyncer{rt: rt, hostIPs: hostIPs, logf: logf}
+	syncer := &virtualnode.Syncer{Runtime: rt, HostIPs: hostIPs, Log: logf}
 	workers, err := podworkers.New(podworkers.Options{Syncer: syncer, Cache: cache})
 	if err != nil {
 		return err
 	}
 	defer workers.Stop()
 	statusMgr := status.NewManager(j.Client, workers, status.Options{SyncPeriod: o.statusSync, Log: logf, Pods: pods})
-	syncer.status = statusMgr
+	syncer.Status = statusMgr
 
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs after cancel (deferred next): both goroutines end with loopCtx
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
-	go func() { defer wg.Done(); rt.keepCacheFresh(loopCtx, o.cacheTick) }()
-	go func() { defer wg.Done(); statusMgr.Run(loopCtx) }()
+	wg.Go(func() { rt.KeepCacheFresh(loopCtx, o.cacheTick) })
+	wg.Go(func() { statusMgr.Run(loopCtx) })
 
 	// 4. The pods bound to this node.
 	updates := podconfig.Watch(loopCtx, j.Client, o.nodeName)
@@ -147,11 +141,12 @@ func run(ctx context.Context, o options, w io.Writer, onReady func(*lab)) error 
 		onReady(&lab{node: j, status: statusMgr, rt: rt})
 	}
 
-	// 5. The sync loop, until Ctrl-C.
-	k := &virtualKubelet{pods: pods, workers: workers, status: statusMgr, rt: rt, logf: logf}
+	// 5. The sync loop, until Ctrl-C: config updates and the runtime's
+	// changes become UpdatePod calls; housekeeping forgets what is gone.
+	loop := &virtualnode.Loop{Handlers: podworkers.Handlers{Pods: pods, Workers: workers}, Status: statusMgr, Runtime: rt, Log: logf}
 	housekeeping := time.NewTicker(o.housekeeping)
 	defer housekeeping.Stop()
-	k.syncLoop(loopCtx, updates, housekeeping.C)
+	loop.Run(loopCtx, updates, housekeeping.C)
 	cancel()
 	for range updates { // the source closes it once its goroutines are gone
 	}

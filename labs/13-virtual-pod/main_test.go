@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/labs/13-virtual-pod/virtualnode"
 	"kubelet-labs/mycore/status"
 )
 
@@ -36,56 +38,15 @@ func defaults(kubeconfig, nodeName string) options {
 		cacheTick: 100 * time.Millisecond, statusSync: 10 * time.Second, housekeeping: 2 * time.Second}
 }
 
-// startLab runs the lab in-process; stop ends it and waits for run to return.
-func startLab(t *testing.T, nodeName string) (l *lab, out *testenv.SyncBuffer, stop func()) {
+// startLab runs the lab in-process, with its own state folder.
+func startLab(t *testing.T, nodeName string) *testenv.Lab[*lab] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	out = &testenv.SyncBuffer{}
-	ready := make(chan *lab, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, defaults(cp.AdminKubeconfig(), nodeName), out, func(l *lab) { ready <- l })
-	}()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("lab output:\n%s", out)
-		}
+	o := defaults(cp.AdminKubeconfig(), nodeName)
+	return testenv.StartLab(t, func(ctx context.Context, w io.Writer, ready func(*lab)) error {
+		return run(ctx, o, labenv.NewPrinter(w), ready)
 	})
-	select {
-	case l = <-ready:
-		return l, out, stop
-	case err := <-errc:
-		errc <- err
-		t.Fatalf("run ended before it was ready: %v\n%s", err, out)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("not ready after 2m:\n%s", out)
-	}
-	return nil, nil, nil
-}
-
-func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // examplePod reads one of the lab's YAML files, as kubectl apply -f
@@ -175,7 +136,7 @@ func create(t *testing.T, c kubernetes.Interface, pod *v1.Pod) *v1.Pod {
 func waitPhase(t *testing.T, c kubernetes.Interface, name string, phase v1.PodPhase) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	poll(t, name+" "+string(phase), time.Minute, func() bool {
+	testenv.PollTrue(t, name+" "+string(phase), time.Minute, func() bool {
 		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -218,18 +179,17 @@ func inOrder(got, want []v1.PodPhase) bool {
 func TestVirtualPods(t *testing.T) {
 	ctx := context.Background()
 	admin := testenv.AdminClient(t)
-	cp := testenv.ControlPlane(t)
-	poll(t, "service account default/default", time.Minute, func() bool {
+	testenv.PollTrue(t, "service account default/default", time.Minute, func() bool {
 		_, err := admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	})
 	cfg := testenv.AdminConfig(t)
 	apiserver := strings.TrimSuffix(cfg.Host, "/")
-	before := goleak.IgnoreCurrent()
+	testenv.NoLeaks(t)
 	const nodeName = "t13-virtual"
-	l, out, stop := startLab(t, nodeName)
+	node := startLab(t, nodeName)
+	l, out := node.L, node.Out
 	t.Cleanup(func() { _ = admin.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}) })
-	_ = cp
 
 	t.Run("readyz succeeds", func(t *testing.T) {
 		seen := watchPod(t, admin, "readyz")
@@ -285,7 +245,7 @@ func TestVirtualPods(t *testing.T) {
 	t.Run("403 fails with exit 22", func(t *testing.T) {
 		create(t, admin, examplePod(t, "forbidden.yaml", nodeName, apiserver))
 		pod := waitPhase(t, admin, "forbidden", v1.PodFailed)
-		if term := terminated(t, pod, "check"); term.ExitCode != exitHTTPError || term.Reason != "Error" || !strings.Contains(term.Message, "403 Forbidden") {
+		if term := terminated(t, pod, "check"); term.ExitCode != virtualnode.ExitHTTPError || term.Reason != "Error" || !strings.Contains(term.Message, "403 Forbidden") {
 			t.Errorf("terminated = %+v; want exit 22, Error, 403 Forbidden", term)
 		}
 	})
@@ -293,10 +253,10 @@ func TestVirtualPods(t *testing.T) {
 	t.Run("unknown command and bad argument", func(t *testing.T) {
 		create(t, admin, examplePod(t, "typo.yaml", nodeName, apiserver))
 		pod := waitPhase(t, admin, "typo", v1.PodFailed)
-		if term := terminated(t, pod, "curl"); term.ExitCode != exitNotFound || !strings.Contains(term.Message, "command not found") {
+		if term := terminated(t, pod, "curl"); term.ExitCode != virtualnode.ExitNotFound || !strings.Contains(term.Message, "command not found") {
 			t.Errorf("curl: %+v", term)
 		}
-		if term := terminated(t, pod, "noscheme"); term.ExitCode != exitUsage || !strings.Contains(term.Message, "is not an http(s) URL") {
+		if term := terminated(t, pod, "noscheme"); term.ExitCode != virtualnode.ExitUsage || !strings.Contains(term.Message, "is not an http(s) URL") {
 			t.Errorf("noscheme: %+v", term)
 		}
 	})
@@ -324,13 +284,13 @@ func TestVirtualPods(t *testing.T) {
 		pod := create(t, admin, examplePod(t, "wait.yaml", nodeName, apiserver, "http://127.0.0.1:9999/", closed, "--every=2s", "--every=200ms"))
 		waitPhase(t, admin, "wait", v1.PodRunning)
 		attempts := func() int { return strings.Count(out.String(), "default/wait wait attempt") }
-		poll(t, "a few attempts", time.Minute, func() bool { return attempts() >= 3 })
+		testenv.PollTrue(t, "a few attempts", time.Minute, func() bool { return attempts() >= 3 })
 
 		start := time.Now()
 		if err := admin.CoreV1().Pods("default").Delete(ctx, "wait", metav1.DeleteOptions{}); err != nil { // kubectl delete pod wait
 			t.Fatal(err)
 		}
-		poll(t, "pod wait gone", time.Minute, func() bool {
+		testenv.PollTrue(t, "pod wait gone", time.Minute, func() bool {
 			_, err := admin.CoreV1().Pods("default").Get(ctx, "wait", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -344,10 +304,10 @@ func TestVirtualPods(t *testing.T) {
 		if last == nil || last.Status.Phase != v1.PodFailed {
 			t.Fatalf("last status before the delete: %v", last)
 		}
-		if term := terminated(t, last, "wait"); term.ExitCode != exitStoppedByTER || !strings.Contains(term.Message, "stopped by the node") {
+		if term := terminated(t, last, "wait"); term.ExitCode != virtualnode.ExitStopped || !strings.Contains(term.Message, "stopped by the node") {
 			t.Errorf("terminated = %+v; want exit 143, stopped by the node", term)
 		}
-		poll(t, "the runtime to forget the pod", time.Minute, func() bool { return !slices.Contains(l.rt.PodUIDs(), pod.UID) })
+		testenv.PollTrue(t, "the runtime to forget the pod", time.Minute, func() bool { return !slices.Contains(l.rt.PodUIDs(), pod.UID) })
 	})
 
 	t.Run("a pod running when the node restarts is not run twice", func(t *testing.T) {
@@ -361,27 +321,20 @@ func TestVirtualPods(t *testing.T) {
 		pod.Name = "again"
 		create(t, admin, pod)
 		waitPhase(t, admin, "again", v1.PodRunning)
-		stop() // the node dies; the apiserver still says Running
+		node.Stop() // the node dies; the apiserver still says Running
 
-		_, out2, stop2 := startLab(t, nodeName)
-		defer stop2()
+		again := startLab(t, nodeName)
+		defer again.Stop()
 		failed := waitPhase(t, admin, "again", v1.PodFailed)
 		if term := terminated(t, failed, "wait"); term.ExitCode != 137 || term.Reason != "ContainerStatusUnknown" {
 			t.Errorf("terminated = %+v; want 137 ContainerStatusUnknown", term)
 		}
-		if strings.Contains(out2.String(), "default/again wait: started") {
+		if strings.Contains(again.Out.String(), "default/again wait: started") {
 			t.Errorf("the restarted node ran the container again")
 		}
-		stop2()
+		again.Stop()
 	})
-
-	stop()
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		// client-go keeps one HTTP/2 connection per TLS config in a
-		// process-wide transport cache; not a goroutine of the lab.
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+	// (NoLeaks checks at the end of the test that no goroutine is left.)
 }
 
 // TestClearErrors: bad flags and no cluster give one line, not a hang.
@@ -390,71 +343,16 @@ func TestClearErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o := defaults(filepath.Join(t.TempDir(), "missing.kubeconfig"), "t13-bad")
-	if err := run(ctx, o, &testenv.SyncBuffer{}, nil); err == nil || !strings.Contains(err.Error(), "missing.kubeconfig") {
+	if err := run(ctx, o, labenv.NewPrinter(io.Discard), nil); err == nil || !strings.Contains(err.Error(), "missing.kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
 	}
 	o.nodeName = "Bad_Name"
-	if err := run(ctx, o, &testenv.SyncBuffer{}, nil); err == nil || !strings.Contains(err.Error(), "--node-name") {
+	if err := o.check(); err == nil || !strings.Contains(err.Error(), "--node-name") {
 		t.Errorf("bad node name: %v", err)
 	}
 	o = defaults("", "t13-bad")
 	o.cacheTick = 0
-	if err := run(ctx, o, &testenv.SyncBuffer{}, nil); err == nil || !strings.Contains(err.Error(), "--cache-tick") {
+	if err := o.check(); err == nil || !strings.Contains(err.Error(), "--cache-tick") {
 		t.Errorf("cache tick 0: %v", err)
-	}
-}
-
-// TestInterpreter: the exit codes, by the kind of failure, without a cluster.
-func TestInterpreter(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/missing" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "hello")
-	}))
-	defer srv.Close()
-	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	defer tlsSrv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String() + "/"
-	ln.Close()
-
-	in := &interpreter{client: &http.Client{}, logf: func(string, ...any) {}}
-	in.client.Transport = &http.Transport{DisableKeepAlives: true}
-	for _, tc := range []struct {
-		argv []string
-		code int
-		msg  string
-	}{
-		{[]string{"http-get", srv.URL}, exitOK, "200 OK: hello"},
-		{[]string{"http-get", srv.URL + "/missing"}, exitHTTPError, "404 Not Found"},
-		{[]string{"http-get", closed}, exitConnect, "connection refused"},
-		{[]string{"http-get", "--retry-for=300ms", "--every=100ms", closed}, exitConnect, "attempts"},
-		{[]string{"http-get", tlsSrv.URL}, exitTLS, "certificate"},
-		{[]string{"http-get", "http://no-such-host.invalid/"}, exitResolve, "no-such-host.invalid"},
-		{[]string{"wget", srv.URL}, exitNotFound, "wget: command not found"},
-		{nil, exitNotFound, "no command"},
-		{[]string{"http-get"}, exitUsage, "want exactly one URL"},
-		{[]string{"http-get", "--every=0s", srv.URL}, exitUsage, "--every"},
-		{[]string{"http-get", "--bogus", srv.URL}, exitUsage, "flag provided but not defined"},
-		{[]string{"http-get", "ftp://x/"}, exitUsage, "not an http(s) URL"},
-	} {
-		r := in.run(context.Background(), "test", tc.argv)
-		if r.exitCode != tc.code || !strings.Contains(r.message, tc.msg) {
-			t.Errorf("%q: exit %d %q; want %d and %q", tc.argv, r.exitCode, r.message, tc.code, tc.msg)
-		}
-	}
-
-	// Cancelled while it waits between attempts: stops at once with 143.
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	start := time.Now()
-	r := in.run(ctx, "test", []string{"http-get", "--retry-for=1m", "--every=100ms", closed})
-	if r.exitCode != exitStoppedByTER || time.Since(start) > 5*time.Second {
-		t.Errorf("cancelled: exit %d %q after %s", r.exitCode, r.message, time.Since(start))
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package virtualnode
 
 import (
 	"context"
@@ -34,46 +34,46 @@ const program = "http-get"
 // Exit codes: curl --fail's for the same failures, so they mean something
 // to anyone who has scripted a health check, and a shell's for the rest.
 const (
-	exitOK           = 0
-	exitOther        = 1
-	exitUsage        = 2   // a shell builtin's usage error
-	exitResolve      = 6   // curl: could not resolve host
-	exitConnect      = 7   // curl: failed to connect
-	exitHTTPError    = 22  // curl --fail: HTTP status >= 400
-	exitTimeout      = 28  // curl: operation timed out
-	exitTLS          = 60  // curl: peer certificate cannot be authenticated
-	exitNotFound     = 127 // a shell: command not found
-	exitStoppedByTER = 143 // 128+SIGTERM: what a process stopped by the kubelet usually returns
+	ExitOK        = 0
+	ExitOther     = 1
+	ExitUsage     = 2   // a shell builtin's usage error
+	ExitResolve   = 6   // curl: could not resolve host
+	ExitConnect   = 7   // curl: failed to connect
+	ExitHTTPError = 22  // curl --fail: HTTP status >= 400
+	ExitTimeout   = 28  // curl: operation timed out
+	ExitTLS       = 60  // curl: peer certificate cannot be authenticated
+	ExitNotFound  = 127 // a shell: command not found
+	ExitStopped   = 143 // 128+SIGTERM: what a process stopped by the kubelet usually returns
 )
 
 // attemptTimeout bounds one GET, as a probe's timeoutSeconds does.
 const attemptTimeout = 10 * time.Second
 
-// result is how a container ended: the fields of a terminated state.
-type result struct {
-	exitCode int
-	message  string
+// Result is how a container ended: the fields of a terminated state.
+type Result struct {
+	ExitCode int
+	Message  string
 }
 
-// reason is the terminated state's reason, as containerd reports it.
-func (r result) reason() string {
-	if r.exitCode == 0 {
+// Reason is the terminated state's reason, as containerd reports it.
+func (r Result) Reason() string {
+	if r.ExitCode == 0 {
 		return "Completed"
 	}
 	return "Error"
 }
 
-// interpreter runs commands; its client trusts the system's CAs and the
+// Interpreter runs commands; its client trusts the system's CAs and the
 // cluster's, so https://127.0.0.1:6443/readyz is verified like any site.
-type interpreter struct {
+type Interpreter struct {
 	client *http.Client
 	logf   func(format string, args ...any) // one line per attempt
 }
 
-// newInterpreter builds the HTTP client. Only the CA comes from the
+// NewInterpreter builds the HTTP client. Only the CA comes from the
 // node's kubeconfig: the node's client certificate is never sent to the
 // URLs pods name.
-func newInterpreter(cfg *rest.Config, logf func(string, ...any)) (*interpreter, error) {
+func NewInterpreter(cfg *rest.Config, logf func(string, ...any)) (*Interpreter, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
@@ -92,17 +92,17 @@ func newInterpreter(cfg *rest.Config, logf func(string, ...any)) (*interpreter, 
 		Proxy:             http.ProxyFromEnvironment,
 		DisableKeepAlives: true, // every attempt is a fresh connection, as a probe's
 	}
-	return &interpreter{client: &http.Client{Transport: tr}, logf: logf}, nil
+	return &Interpreter{client: &http.Client{Transport: tr}, logf: logf}, nil
 }
 
-// run interprets argv until it ends or ctx is cancelled (the pod is being
+// Run interprets argv until it ends or ctx is cancelled (the pod is being
 // stopped). It never returns before the work has stopped.
-func (in *interpreter) run(ctx context.Context, name string, argv []string) result {
+func (in *Interpreter) Run(ctx context.Context, name string, argv []string) Result {
 	if len(argv) == 0 {
-		return result{exitNotFound, "no command: this node runs only `" + program + " URL` (set command: [\"" + program + "\", \"https://…\"])"}
+		return Result{ExitNotFound, "no command: this node runs only `" + program + " URL` (set command: [\"" + program + "\", \"https://…\"])"}
 	}
 	if argv[0] != program {
-		return result{exitNotFound, fmt.Sprintf("%s: command not found: this node runs only `%s URL`, it has no container runtime", argv[0], program)}
+		return Result{ExitNotFound, fmt.Sprintf("%s: command not found: this node runs only `%s URL`, it has no container runtime", argv[0], program)}
 	}
 	fs := flag.NewFlagSet(program, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -110,36 +110,36 @@ func (in *interpreter) run(ctx context.Context, name string, argv []string) resu
 	every := fs.Duration("every", time.Second, "wait between attempts")
 	usage := "usage: " + program + " [--retry-for=DURATION] [--every=DURATION] URL"
 	if err := fs.Parse(argv[1:]); err != nil {
-		return result{exitUsage, fmt.Sprintf("%s: %v; %s", program, err, usage)}
+		return Result{ExitUsage, fmt.Sprintf("%s: %v; %s", program, err, usage)}
 	}
 	if fs.NArg() != 1 {
-		return result{exitUsage, fmt.Sprintf("%s: want exactly one URL, got %d arguments; %s", program, fs.NArg(), usage)}
+		return Result{ExitUsage, fmt.Sprintf("%s: want exactly one URL, got %d arguments; %s", program, fs.NArg(), usage)}
 	}
 	u, err := url.Parse(fs.Arg(0))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return result{exitUsage, fmt.Sprintf("%s: %q is not an http(s) URL; %s", program, fs.Arg(0), usage)}
+		return Result{ExitUsage, fmt.Sprintf("%s: %q is not an http(s) URL; %s", program, fs.Arg(0), usage)}
 	}
 	if *retryFor < 0 || *every <= 0 {
-		return result{exitUsage, fmt.Sprintf("%s: --retry-for must be >= 0 and --every > 0; %s", program, usage)}
+		return Result{ExitUsage, fmt.Sprintf("%s: --retry-for must be >= 0 and --every > 0; %s", program, usage)}
 	}
 
 	deadline := time.Now().Add(*retryFor)
-	var last result
+	var last Result
 	for attempt := 1; ; attempt++ {
 		last = in.get(ctx, u)
 		if ctx.Err() != nil {
-			return result{exitStoppedByTER, fmt.Sprintf("stopped by the node during attempt %d (GET %s)", attempt, u)}
+			return Result{ExitStopped, fmt.Sprintf("stopped by the node during attempt %d (GET %s)", attempt, u)}
 		}
-		in.logf("%s attempt %d: %s", name, attempt, last.message)
-		if last.exitCode == exitOK || !time.Now().Add(*every).Before(deadline) {
+		in.logf("%s attempt %d: %s", name, attempt, last.Message)
+		if last.ExitCode == ExitOK || !time.Now().Add(*every).Before(deadline) {
 			if attempt > 1 {
-				last.message = fmt.Sprintf("%s (after %d attempts)", last.message, attempt)
+				last.Message = fmt.Sprintf("%s (after %d attempts)", last.Message, attempt)
 			}
 			return last
 		}
 		select {
 		case <-ctx.Done():
-			return result{exitStoppedByTER, fmt.Sprintf("stopped by the node after %d attempt(s); last: %s", attempt, last.message)}
+			return Result{ExitStopped, fmt.Sprintf("stopped by the node after %d attempt(s); last: %s", attempt, last.Message)}
 		case <-time.After(*every):
 		}
 	}
@@ -147,12 +147,12 @@ func (in *interpreter) run(ctx context.Context, name string, argv []string) resu
 
 // get is one attempt: a 2xx answer is success, anything else a failure
 // with curl's exit code for it.
-func (in *interpreter) get(ctx context.Context, u *url.URL) result {
+func (in *Interpreter) get(ctx context.Context, u *url.URL) Result {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return result{exitUsage, err.Error()}
+		return Result{ExitUsage, err.Error()}
 	}
 	req.Header.Set("User-Agent", "kubelet-labs-virtual-pod")
 	resp, err := in.client.Do(req)
@@ -162,7 +162,7 @@ func (in *interpreter) get(ctx context.Context, u *url.URL) result {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return result{code, fmt.Sprintf("GET %s: %v", u, err)}
+		return Result{code, fmt.Sprintf("GET %s: %v", u, err)}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
@@ -175,12 +175,12 @@ func (in *interpreter) get(ctx context.Context, u *url.URL) result {
 		if line != "" {
 			msg += ": " + line
 		}
-		return result{exitOK, msg}
+		return Result{ExitOK, msg}
 	}
 	// A failure's body is left out, as the kubelet's HTTP probe does
 	// (pkg/probe/http/http.go:119-121): it lands in the pod's status,
 	// readable by anyone who can read the pod.
-	return result{exitHTTPError, msg}
+	return Result{ExitHTTPError, msg}
 }
 
 // classify maps a failed request to curl's exit code, by error type.
@@ -192,13 +192,13 @@ func classify(err error) int {
 	var netErr net.Error
 	switch {
 	case errors.As(err, &dns):
-		return exitResolve
+		return ExitResolve
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return exitConnect
+		return ExitConnect
 	case errors.As(err, &verify), errors.As(err, &unknownCA), errors.As(err, &hostname):
-		return exitTLS
+		return ExitTLS
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return exitTimeout
+		return ExitTimeout
 	}
-	return exitOther
+	return ExitOther
 }

@@ -1,4 +1,4 @@
-package main
+package virtualnode
 
 import (
 	"context"
@@ -14,15 +14,14 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 )
 
-// virtualRuntime is what stands where the CRI runtime and the PLEG would
-// be. It runs each container as a goroutine of this process (the
+// Runtime is what stands where the CRI runtime and the PLEG would be. It runs each container as a goroutine of this process (the
 // interpreter), keeps the state of every pod it was asked to run, and —
 // because it knows every change the moment it happens — writes each one
 // into the pod cache itself and tells the sync loop, instead of being
 // relisted by a PLEG.
-type virtualRuntime struct {
+type Runtime struct {
 	cache  kubecontainer.Cache
-	run    func(ctx context.Context, name string, argv []string) result
+	run    func(ctx context.Context, name string, argv []string) Result
 	events chan types.UID // a pod changed: the sync loop syncs it (as PLEG events)
 	logf   func(format string, args ...any)
 
@@ -54,21 +53,24 @@ type task struct {
 	done            chan struct{}
 }
 
-func newVirtualRuntime(cache kubecontainer.Cache, run func(context.Context, string, []string) result, logf func(string, ...any)) *virtualRuntime {
-	return &virtualRuntime{
+// NewRuntime makes a runtime that runs each container with run (an
+// Interpreter's Run) and writes every change into cache. Close it to stop
+// every container.
+func NewRuntime(cache kubecontainer.Cache, run func(context.Context, string, []string) Result, logf func(string, ...any)) *Runtime {
+	return &Runtime{
 		cache: cache, run: run, logf: logf,
 		events: make(chan types.UID, 1000), // plegChannelCapacity (kubelet.go:205)
 		pods:   map[types.UID]*virtualPod{},
 	}
 }
 
-// keepCacheFresh moves the cache's "complete as of" clock forward every
+// KeepCacheFresh moves the cache's "complete as of" clock forward every
 // period until ctx ends. The PLEG does this after every relist
 // (pleg/generic.go:329, cache.UpdateTime): a worker waiting for a state newer than
 // its last sync is let through by it even when nothing changed. Our
 // writes are synchronous, so the cache is complete at every instant and
 // the period only bounds how long such a worker waits.
-func (r *virtualRuntime) keepCacheFresh(ctx context.Context, period time.Duration) {
+func (r *Runtime) KeepCacheFresh(ctx context.Context, period time.Duration) {
 	r.cache.UpdateTime(time.Now())
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -84,7 +86,7 @@ func (r *virtualRuntime) keepCacheFresh(ctx context.Context, period time.Duratio
 
 // Start runs container c of pod: the equivalent of RunPodSandbox (once
 // per pod), then CreateContainer + StartContainer.
-func (r *virtualRuntime) Start(pod *v1.Pod, c v1.Container) {
+func (r *Runtime) Start(pod *v1.Pod, c v1.Container) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.podLocked(pod)
@@ -106,16 +108,16 @@ func (r *virtualRuntime) Start(pod *v1.Pod, c v1.Container) {
 		res := r.run(ctx, who, argv)
 		r.mu.Lock()
 		t.state, t.finished = kubecontainer.ContainerStateExited, time.Now()
-		t.exitCode, t.reason, t.message = res.exitCode, res.reason(), res.message
+		t.exitCode, t.reason, t.message = res.ExitCode, res.Reason(), res.Message
 		r.publishLocked(uid)
 		r.mu.Unlock()
-		r.logf("runtime %s: exited %d after %s: %s", who, res.exitCode, t.finished.Sub(t.started).Round(time.Millisecond), res.message)
+		r.logf("runtime %s: exited %d after %s: %s", who, res.ExitCode, t.finished.Sub(t.started).Round(time.Millisecond), res.Message)
 	}(pod.UID)
 	r.publishLocked(pod.UID)
 }
 
 // Has says whether container name of pod uid was ever started here.
-func (r *virtualRuntime) Has(uid types.UID, name string) bool {
+func (r *Runtime) Has(uid types.UID, name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pods[uid]
@@ -127,7 +129,7 @@ func (r *virtualRuntime) Has(uid types.UID, name string) bool {
 // The interpreter stops as soon as its context is cancelled, so the grace
 // period is only a bound here; a real runtime sends SIGTERM and, once it
 // expires, SIGKILL.
-func (r *virtualRuntime) StopPod(ctx context.Context, uid types.UID, grace int64) error {
+func (r *Runtime) StopPod(ctx context.Context, uid types.UID, grace int64) error {
 	r.mu.Lock()
 	p, ok := r.pods[uid]
 	if !ok {
@@ -163,7 +165,7 @@ func (r *virtualRuntime) StopPod(ctx context.Context, uid types.UID, grace int64
 
 // Remove forgets a stopped pod (RemoveContainer, RemovePodSandbox) and
 // its cache entry.
-func (r *virtualRuntime) Remove(uid types.UID) {
+func (r *Runtime) Remove(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pods[uid]
@@ -175,7 +177,7 @@ func (r *virtualRuntime) Remove(uid types.UID) {
 }
 
 // PodUIDs lists the pods this runtime has.
-func (r *virtualRuntime) PodUIDs() []types.UID {
+func (r *Runtime) PodUIDs() []types.UID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []types.UID
@@ -187,14 +189,14 @@ func (r *virtualRuntime) PodUIDs() []types.UID {
 
 // Status is the pod as a CRI runtime would describe it: a sandbox and
 // its containers (GetPodStatus).
-func (r *virtualRuntime) Status(uid types.UID) *kubecontainer.PodStatus {
+func (r *Runtime) Status(uid types.UID) *kubecontainer.PodStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.statusLocked(uid)
 }
 
 // Close stops every container and waits for their goroutines.
-func (r *virtualRuntime) Close() {
+func (r *Runtime) Close() {
 	r.mu.Lock()
 	for _, p := range r.pods {
 		for _, t := range p.containers {
@@ -205,7 +207,7 @@ func (r *virtualRuntime) Close() {
 	r.wg.Wait()
 }
 
-func (r *virtualRuntime) podLocked(pod *v1.Pod) *virtualPod {
+func (r *Runtime) podLocked(pod *v1.Pod) *virtualPod {
 	p, ok := r.pods[pod.UID]
 	if !ok {
 		p = &virtualPod{name: pod.Name, namespace: pod.Namespace, sandboxID: newID(), created: time.Now(), ready: true,
@@ -215,7 +217,7 @@ func (r *virtualRuntime) podLocked(pod *v1.Pod) *virtualPod {
 	return p
 }
 
-func (r *virtualRuntime) statusLocked(uid types.UID) *kubecontainer.PodStatus {
+func (r *Runtime) statusLocked(uid types.UID) *kubecontainer.PodStatus {
 	ps := &kubecontainer.PodStatus{ID: uid}
 	p, ok := r.pods[uid]
 	if !ok {
@@ -245,7 +247,7 @@ func (r *virtualRuntime) statusLocked(uid types.UID) *kubecontainer.PodStatus {
 
 // publishLocked writes the pod's state into the cache, stamped now, and
 // tells the sync loop: what the PLEG does after a relist found a change.
-func (r *virtualRuntime) publishLocked(uid types.UID) {
+func (r *Runtime) publishLocked(uid types.UID) {
 	r.cache.Set(uid, r.statusLocked(uid), nil, time.Now())
 	select {
 	case r.events <- uid:

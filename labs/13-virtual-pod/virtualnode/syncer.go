@@ -1,4 +1,4 @@
-package main
+package virtualnode
 
 import (
 	"context"
@@ -13,40 +13,40 @@ import (
 	"kubelet-labs/mycore/status"
 )
 
-// virtualSyncer is the pod workers' Syncer of this node: the kubelet's
-// four sync methods (kubelet.go:2019, :2289, :2426, :2458), with the
-// virtual runtime where the kubelet has the CRI.
-type virtualSyncer struct {
-	rt      *virtualRuntime
-	status  *status.Manager
-	hostIPs []string
-	logf    func(format string, args ...any)
+// Syncer is the pod workers' Syncer of this node: the kubelet's four sync
+// methods (kubelet.go:2019, :2289, :2426, :2458), with the virtual runtime
+// where the kubelet has the CRI. Status must be set before the first sync.
+type Syncer struct {
+	Runtime *Runtime
+	Status  *status.Manager
+	HostIPs []string // the node's InternalIPs, for status.hostIP(s)
+	Log     func(format string, args ...any)
 }
 
-var _ podworkers.Syncer = (*virtualSyncer)(nil)
+var _ podworkers.Syncer = (*Syncer)(nil)
 
 // generate is the API status from what the runtime says, on top of the
 // last status (generateAPIPodStatus, kubelet_pods.go:1891).
-func (s *virtualSyncer) generate(pod *v1.Pod, rs *kubecontainer.PodStatus, terminal bool) v1.PodStatus {
-	old, ok := s.status.GetPodStatus(pod.UID)
+func (s *Syncer) generate(pod *v1.Pod, rs *kubecontainer.PodStatus, terminal bool) v1.PodStatus {
+	old, ok := s.Status.GetPodStatus(pod.UID)
 	if !ok {
 		old = pod.Status
 	}
-	return status.Generate(pod, rs, old, terminal, status.GenerateOptions{HostIPs: s.hostIPs})
+	return status.Generate(pod, rs, old, terminal, status.GenerateOptions{HostIPs: s.HostIPs})
 }
 
 // SyncPod reports what the runtime shows, then starts the containers that
 // never ran. As in the kubelet (kubelet.go:2066-2112), the status posted
 // is what was observed before acting; the runtime's next change brings
 // the next sync.
-func (s *virtualSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, rs *kubecontainer.PodStatus) (bool, func(), error) {
+func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, rs *kubecontainer.PodStatus) (bool, func(), error) {
 	st := s.generate(pod, rs, false)
-	s.status.SetPodStatus(pod, st)
+	s.Status.SetPodStatus(pod, st)
 	if podutil.IsPodPhaseTerminal(st.Phase) {
-		s.logf("sync    SyncPod(%s) %s: %s → terminal", updateType, podName(pod), status.Describe(st))
+		s.Log("sync    SyncPod(%s) %s: %s → terminal", updateType, podName(pod), status.Describe(st))
 		return true, nil, nil
 	}
-	s.logf("sync    SyncPod(%s) %s: %s", updateType, podName(pod), status.Describe(st))
+	s.Log("sync    SyncPod(%s) %s: %s", updateType, podName(pod), status.Describe(st))
 	// Start what never ran here. A container the last status shows as
 	// running that this runtime does not know (the lab was restarted
 	// while it ran) never gets here: Generate reports it ended, exit 137,
@@ -56,8 +56,8 @@ func (s *virtualSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPo
 		if err := ctx.Err(); err != nil {
 			return false, nil, err // a kill arrived: start nothing more
 		}
-		if !s.rt.Has(pod.UID, c.Name) {
-			s.rt.Start(pod, c)
+		if !s.Runtime.Has(pod.UID, c.Name) {
+			s.Runtime.Start(pod, c)
 		}
 	}
 	return false, nil, nil
@@ -66,12 +66,12 @@ func (s *virtualSyncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPo
 // SyncTerminatingPod stops the pod's containers: their contexts are
 // cancelled, the work stops, each reports exit code 143. Then the status
 // with every container stopped (kubelet.go:2289-2420).
-func (s *virtualSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn func(*v1.PodStatus)) error {
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn func(*v1.PodStatus)) error {
 	st := s.generate(pod, rs, false)
 	if podStatusFn != nil {
 		podStatusFn(&st)
 	}
-	s.status.SetPodStatus(pod, st)
+	s.Status.SetPodStatus(pod, st)
 	grace := int64(v1.DefaultTerminationGracePeriodSeconds)
 	switch {
 	case gracePeriod != nil:
@@ -79,36 +79,36 @@ func (s *virtualSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs 
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
 		grace = *pod.Spec.TerminationGracePeriodSeconds
 	}
-	s.logf("sync    SyncTerminatingPod %s: cancel its running work (grace %ds)", podName(pod), grace)
-	if err := s.rt.StopPod(ctx, pod.UID, grace); err != nil {
+	s.Log("sync    SyncTerminatingPod %s: cancel its running work (grace %ds)", podName(pod), grace)
+	if err := s.Runtime.StopPod(ctx, pod.UID, grace); err != nil {
 		return err
 	}
 	// Ask the runtime, not the cache: the stop just changed it (:2335-2370).
-	stopped := s.rt.Status(pod.UID)
+	stopped := s.Runtime.Status(pod.UID)
 	for _, c := range stopped.ContainerStatuses {
 		if c.State == kubecontainer.ContainerStateRunning {
 			return fmt.Errorf("container %s still runs after StopPod", c.Name)
 		}
 	}
-	s.status.SetPodStatus(pod, s.generate(pod, stopped, true))
+	s.Status.SetPodStatus(pod, s.generate(pod, stopped, true))
 	return nil
 }
 
 // SyncTerminatingRuntimePod stops a pod the runtime has and the config
 // does not (kubelet.go:2426-2456).
-func (s *virtualSyncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
-	s.logf("sync    SyncTerminatingRuntimePod %s/%s: a pod no longer wanted → cancel its work", rp.Namespace, rp.Name)
-	return s.rt.StopPod(ctx, rp.ID, 1)
+func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
+	s.Log("sync    SyncTerminatingRuntimePod %s/%s: a pod no longer wanted → cancel its work", rp.Namespace, rp.Name)
+	return s.Runtime.StopPod(ctx, rp.ID, 1)
 }
 
 // SyncTerminatedPod posts the final status and calls TerminatePod: from
 // now on the status manager may delete the pod object, if it is being
 // deleted (kubelet.go:2458-2520).
-func (s *virtualSyncer) SyncTerminatedPod(_ context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus) error {
-	st := s.generate(pod, s.rt.Status(pod.UID), true)
-	s.status.SetPodStatus(pod, st)
-	s.status.TerminatePod(pod)
-	s.logf("sync    SyncTerminatedPod %s: %s, final status handed to the status manager", podName(pod), status.Describe(st))
+func (s *Syncer) SyncTerminatedPod(_ context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus) error {
+	st := s.generate(pod, s.Runtime.Status(pod.UID), true)
+	s.Status.SetPodStatus(pod, st)
+	s.Status.TerminatePod(pod)
+	s.Log("sync    SyncTerminatedPod %s: %s, final status handed to the status manager", podName(pod), status.Describe(st))
 	return nil
 }
 
