@@ -1,45 +1,183 @@
-// Lab 18 is the capstone: our own kubelet, every piece built in labs
-// 03-17, run as one program — one node on a real runtime, or many nodes in
-// one process.
+// Lab 18 is the capstone: our own kubelet, every piece built in labs 03-17,
+// run as one program — one node on a real runtime, or many nodes in one
+// process.
 //
-//	sudo go run ./labs/18-mykubelet                     # node mykubelet on containerd
-//	go run ./labs/18-mykubelet --runtime mock           # the same on the mock CRI
-//	go run ./labs/18-mykubelet --nodes 100              # fleet mode: 100 nodes on the mock runtime
+//	go run ./labs/18-mykubelet                   # node mykubelet on the course's containerd
+//	go run ./labs/18-mykubelet --runtime mock    # the same on the mock CRI (no real containers)
+//	go run ./labs/18-mykubelet --nodes 100       # fleet mode: 100 nodes on the mock runtime
 //
-// The single node lives in node.go, fleet mode in fleet.go, the benchmark
-// against KWOK in bench/.
+// The single node starts in a kubelet's order (internal/labnode: port and
+// runtime, join, serving certificate, kubelet, server), runs until Ctrl-C,
+// then shuts down gracefully. Fleet mode is labs/18-mykubelet/fleetmode;
+// the benchmark against KWOK is a tool of its own, hack/fleetbench.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+	"path/filepath"
+	"time"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
+	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/labs/18-mykubelet/fleetmode"
+	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/server"
 )
 
-func main() {
-	// Our own flag set: package kubelet (imported for its types) registers
-	// cAdvisor's flags on flag.CommandLine; -h should list only ours.
-	fs := flag.NewFlagSet("18-mykubelet", flag.ExitOnError)
-	var fo fleetOptions
-	var no nodeOptions
-	fo.register(fs) // --kubeconfig and --relist-period serve both modes
-	no.register(fs)
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits 2 with the usage
-	no.kubeconfig, no.relist = fo.kubeconfig, fo.relist
+// DefaultNodeName is the single node's name.
+const DefaultNodeName = "mykubelet"
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	if fo.nodes > 0 {
-		err = runFleet(ctx, fo, os.Stdout, nil)
-	} else {
-		err = runNode(ctx, no, os.Stdout, nil)
+// options are the flags of the single node; fleet holds fleet mode's
+// (--nodes N and the flags only it reads).
+type options struct {
+	kubeconfig    string
+	relist        time.Duration
+	token         string
+	nodeName      string
+	runtime       labruntime.Flags
+	address       string
+	port          int
+	staticPodPath string
+	backOffInit   time.Duration
+	backOffMax    time.Duration
+	shutdownGrace time.Duration
+	keepPods      bool
+	timeout       time.Duration
+	fleet         fleetmode.Options
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
+	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
+	fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to join with, e.g. the one lab 03 printed (default: make one with the admin kubeconfig)")
+	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
+	o.runtime.Register(fs, labruntime.Containerd)
+	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough")
+	fs.IntVar(&o.port, "port", server.DefaultPort, "node server port (the kubelet's --port; 0 picks a free one)")
+	fs.StringVar(&o.staticPodPath, "static-pod-path", "", "folder of static pod manifests (the kubelet's staticPodPath) (default: manifests/ in the node's state folder)")
+	fs.DurationVar(&o.backOffInit, "backoff-initial", kubelet.DefaultBackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
+	fs.DurationVar(&o.backOffMax, "backoff-max", kubelet.DefaultBackOffMax, "longest crash-loop back-off (kubelet: 5m)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "on Ctrl-C, every pod is stopped with grace min(its own, this), as the kubelet's graceful node shutdown (shutdownGracePeriod) does")
+	fs.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C, leave the pods running, as a kubelet that restarts does (the next run finds them)")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join and the serving certificate may take")
+	o.fleet.Register(fs)
+}
+
+func (o *options) check() error {
+	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.shutdownGrace < 0 {
+		return errors.New("--timeout, --relist-period and --backoff-initial must be positive, --backoff-max at least --backoff-initial, --shutdown-grace-period not negative")
 	}
+	return labenv.CheckNodeName(o.nodeName)
+}
+
+func main() {
+	var o options
+	labenv.Main(labenv.Lab{
+		Name:  "18-mykubelet",
+		Flags: o.register,
+		Check: o.check,
+		Run: func(ctx context.Context, out *labenv.Printer) error {
+			if o.fleet.Nodes > 0 {
+				o.fleet.Kubeconfig, o.fleet.RelistPeriod = o.kubeconfig, o.relist
+				return fleetmode.Run(ctx, o.fleet, out, nil)
+			}
+			return run(ctx, o, out, nil)
+		},
+	})
+}
+
+// nodeLab is what a test gets once the node serves.
+type nodeLab struct {
+	node   *labnode.Node
+	static string
+}
+
+// run is our kubelet as one program: every piece of labs 03-17 in the
+// order a kubelet starts them, until Ctrl-C.
+func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*nodeLab)) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	// The static pod folder is this machine's, so it is made before the
+	// node registers, like the port and the runtime (in labnode.Start).
+	dir, err := labenv.NodeDir(o.nodeName)
 	if err != nil {
-		labenv.Fatal(err)
+		return err
 	}
+	static := o.staticPodPath
+	if static == "" {
+		static = filepath.Join(dir, "manifests")
+	}
+	if static, err = filepath.Abs(static); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(static, 0o755); err != nil {
+		return fmt.Errorf("--static-pod-path: %w", err)
+	}
+
+	// Port, runtime, join (labs 03-06), serving certificate (14), then the
+	// kubelet (07-17): pod sources (the apiserver and the static pod
+	// folder) → pod manager → pod workers → syncPod with probes → CRI;
+	// PLEG; status manager; housekeeping and garbage collection. With
+	// --keep-pods no shutdown grace: Run returns at once, pods stay.
+	grace := o.shutdownGrace
+	if o.keepPods {
+		grace = 0
+	}
+	n, err := labnode.Start(ctx, labnode.Options{
+		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime,
+		Address: o.address, Port: o.port, WebSockets: true, Timeout: o.timeout, Out: out,
+		Kubelet: kubelet.Options{
+			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
+			StaticPodPath: static, ShutdownGracePeriod: grace,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	hints(out, o.nodeName, n.Runtime.Kind == labruntime.Mock, static)
+	if onReady != nil {
+		onReady(&nodeLab{node: n, static: static})
+	}
+
+	// Until Ctrl-C: the sync loop and the server. Then the graceful node
+	// shutdown (inside Run), and, unless --keep-pods, the runtime cleared
+	// of everything this node made.
+	if err := n.Run(ctx); err != nil {
+		return err
+	}
+	if o.keepPods {
+		out.Printf("stopped   pods keep running in the runtime; the next run finds them. The Node stays (NotReady once its lease expires)")
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	res, err := n.Kubelet.RemoveAll(cctx)
+	out.Printf("stopped   removed %d container(s), %d sandbox(es) and %d log folder(s) of this node from the runtime", len(res.Containers), len(res.Sandboxes), len(res.LogDirs))
+	out.Printf("          the Node and the pod objects stay (pods Failed, reason %s); remove the node with: kubectl delete node %s", kubelet.ShutdownReason, o.nodeName)
+	return err
+}
+
+// hints prints what to try. The mock runs no processes — its shell knows
+// echo, sleep, trap, while and exit, no httpd and no $(...) — so web.yaml,
+// a busybox httpd with HTTP probes, cannot run there: web-mock.yaml is the
+// same pod made of what the mock runs, with exec probes. The others run on
+// both.
+func hints(out *labenv.Printer, nodeName string, mock bool, static string) {
+	web, curl := "labs/18-mykubelet/web.yaml", "curl -s localhost:8080"
+	if mock {
+		web, curl = "labs/18-mykubelet/web-mock.yaml", "curl -s localhost:8080   (the mock answers for the pod)"
+	}
+	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal:", nodeName)
+	out.Printf("  kubectl apply -f %s && kubectl wait --for=condition=Ready pod/web && kubectl get pod web -o wide", web)
+	out.Printf("  kubectl logs web;  kubectl exec web -- hostname;  kubectl port-forward pod/web 8080:8080   # %s", curl)
+	out.Printf("  kubectl apply -f labs/18-mykubelet/crash.yaml      # CrashLoopBackOff, restartCount growing")
+	out.Printf("  kubectl apply -f labs/18-mykubelet/stubborn.yaml && kubectl delete pod stubborn   # ignores SIGTERM: killed at its 5 s grace")
+	out.Printf("  cp labs/18-mykubelet/static-clock.yaml %s/   # a static pod, and its mirror pod clock-%s", static, nodeName)
 }

@@ -1,4 +1,4 @@
-package main
+package fleetmode
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/fleet"
 	"kubelet-labs/mycore/node"
@@ -43,15 +43,15 @@ func TestFleet(t *testing.T) {
 	)
 	const nodes, pods = 5, 20
 	stats := filepath.Join(t.TempDir(), "stats.json")
-	o := fleetOptions{kubeconfig: cp.AdminKubeconfig(), nodes: nodes, prefix: "t18", qps: -1, burst: 400,
-		relist: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats,
+	o := Options{Kubeconfig: cp.AdminKubeconfig(), Nodes: nodes, prefix: "t18", qps: -1, burst: 400,
+		RelistPeriod: time.Second, leaseSeconds: 4, statusEvery: 10 * time.Second, statsFile: stats,
 		memoryLimit: "none", gcPercent: 0} // process-wide: not in a test binary
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &testenv.SyncBuffer{}
 	ready := make(chan *fleet.Fleet, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- runFleet(ctx, o, out, func(f *fleet.Fleet) { ready <- f }) }()
+	go func() { errc <- Run(ctx, o, labenv.NewPrinter(out), func(f *fleet.Fleet) { ready <- f }) }()
 	var f *fleet.Fleet
 	select {
 	case f = <-ready:
@@ -88,18 +88,15 @@ func TestFleet(t *testing.T) {
 		}
 		first[n] = l.Spec.RenewTime.Time
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "every lease renewed (renew interval 1s)", time.Minute, func() bool {
 		for _, n := range names {
 			l, err := leases.Get(ctx, n, metav1.GetOptions{})
 			if err != nil || !l.Spec.RenewTime.After(first[n]) {
-				return false, nil
+				return false
 			}
 		}
-		return true, nil
+		return true
 	})
-	if err != nil {
-		t.Fatalf("leases not renewed within 1m (renew interval 1s): %v", err)
-	}
 
 	// Pods, bound round-robin, Running.
 	ns := "t18-fleet"
@@ -120,10 +117,10 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	var running []v1.Pod
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, fmt.Sprintf("%d pods Running", pods), 2*time.Minute, func() bool {
 		list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return false
 		}
 		running = running[:0]
 		for _, p := range list.Items {
@@ -131,11 +128,8 @@ func TestFleet(t *testing.T) {
 				running = append(running, p)
 			}
 		}
-		return len(running) == pods, nil
+		return len(running) == pods
 	})
-	if err != nil {
-		t.Fatalf("%d of %d pods Running after 2m:\n%s", len(running), pods, out)
-	}
 	ips := map[string]string{}
 	for _, p := range running {
 		i := 0
@@ -161,24 +155,21 @@ func TestFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	testenv.PollTrue(t, "every pod gone after its delete", 2*time.Minute, func() bool {
 		list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, nil
+		return err == nil && len(list.Items) == 0
 	})
-	if err != nil {
-		t.Fatalf("pods not gone 2m after delete:\n%s", out)
-	}
 
 	cancel()
 	select {
 	case err := <-errc:
 		if err != nil {
-			t.Fatalf("runFleet: %v", err)
+			t.Fatalf("Run: %v", err)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("fleet did not stop within 1m of cancel")
 	}
-	var st fleetStats
+	var st Stats
 	b, err := os.ReadFile(stats)
 	if err != nil {
 		t.Fatal(err)
@@ -202,26 +193,26 @@ func TestFleet(t *testing.T) {
 func TestFleetBadInput(t *testing.T) {
 	t.Setenv("LABS_STATE_DIR", t.TempDir())
 	missing := filepath.Join(t.TempDir(), "nope.kubeconfig")
-	good := fleetOptions{kubeconfig: missing, nodes: 1, prefix: "t18", qps: -1, burst: 1, relist: time.Second, leaseSeconds: 40, statusEvery: 10 * time.Second, memoryLimit: "none"}
+	good := Options{Kubeconfig: missing, Nodes: 1, prefix: "t18", qps: -1, burst: 1, RelistPeriod: time.Second, leaseSeconds: 40, statusEvery: 10 * time.Second, memoryLimit: "none"}
 	for _, c := range []struct {
 		name string
-		edit func(*fleetOptions)
+		edit func(*Options)
 		want string
 	}{
-		{"no nodes", func(o *fleetOptions) { o.nodes = 0 }, "--nodes 0: must be 1 to 10000"},
-		{"too many", func(o *fleetOptions) { o.nodes = fleet.MaxNodes + 1 }, "must be 1 to 10000"},
-		{"bad prefix", func(o *fleetOptions) { o.prefix = "Bad_Prefix" }, `--node-prefix "Bad_Prefix"`},
-		{"zero relist", func(o *fleetOptions) { o.relist = 0 }, "--relist-period"},
-		{"tiny memory limit", func(o *fleetOptions) { o.memoryLimit = "1Mi" }, "--memory-limit"},
-		{"profiler off loopback", func(o *fleetOptions) { o.pprofAddr = "0.0.0.0:6060" }, "only a loopback address"},
-		{"no cluster", func(o *fleetOptions) {}, "nope.kubeconfig"},
+		{"no nodes", func(o *Options) { o.Nodes = 0 }, "--nodes 0: must be 1 to 10000"},
+		{"too many", func(o *Options) { o.Nodes = fleet.MaxNodes + 1 }, "must be 1 to 10000"},
+		{"bad prefix", func(o *Options) { o.prefix = "Bad_Prefix" }, `--node-prefix "Bad_Prefix"`},
+		{"zero relist", func(o *Options) { o.RelistPeriod = 0 }, "--relist-period"},
+		{"tiny memory limit", func(o *Options) { o.memoryLimit = "1Mi" }, "--memory-limit"},
+		{"profiler off loopback", func(o *Options) { o.pprofAddr = "0.0.0.0:6060" }, "only a loopback address"},
+		{"no cluster", func(o *Options) {}, "nope.kubeconfig"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := good
 			c.edit(&o)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err := runFleet(ctx, o, &testenv.SyncBuffer{}, nil)
+			err := Run(ctx, o, labenv.NewPrinter(&testenv.SyncBuffer{}), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}
@@ -235,32 +226,23 @@ func TestFleetBadInput(t *testing.T) {
 func waitLease(t *testing.T, c kubernetes.Interface, name string) *coordinationv1.Lease {
 	t.Helper()
 	var got *coordinationv1.Lease
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := c.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	testenv.PollTrue(t, "the lease of "+name, time.Minute, func() bool {
+		l, err := c.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(context.Background(), name, metav1.GetOptions{})
 		got = l
-		return true, nil
+		return err == nil
 	})
-	if err != nil {
-		t.Fatalf("no lease for %s within 1m", name)
-	}
 	return got
 }
 
 func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+	testenv.Poll(t, "service account "+ns+"/default", 2*time.Minute, func() (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return err == nil, nil
+		return err == nil, err
 	})
-	if err != nil {
-		t.Fatalf("service account %s/default not made within 2m", ns)
-	}
 }
 
 // TestGCSettings: GOGC 50 unless the environment sets GOGC; a memory
@@ -281,7 +263,7 @@ func TestGCSettings(t *testing.T) {
 		{50, "10Mi", 0, 0, "at least 64Mi"},
 		{50, "900MiB", 0, 0, "want none or a size"},
 	} {
-		gc, mem, why, err := fleetOptions{gcPercent: c.gc, memoryLimit: c.limit}.gcSettings()
+		gc, mem, why, err := Options{gcPercent: c.gc, memoryLimit: c.limit}.gcSettings()
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%d %q: got %v, want an error with %q", c.gc, c.limit, err, c.err)
@@ -293,7 +275,7 @@ func TestGCSettings(t *testing.T) {
 		}
 	}
 	t.Setenv("GOGC", "200")
-	if gc, _, why, err := (fleetOptions{gcPercent: 50, memoryLimit: "none"}).gcSettings(); err != nil || gc != 0 || !strings.Contains(why, "GOGC=200") {
+	if gc, _, why, err := (Options{gcPercent: 50, memoryLimit: "none"}).gcSettings(); err != nil || gc != 0 || !strings.Contains(why, "GOGC=200") {
 		t.Errorf("with GOGC set: got %d %q %v, want it left to the runtime", gc, why, err)
 	}
 }

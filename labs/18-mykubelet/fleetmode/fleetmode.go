@@ -1,4 +1,10 @@
-package main
+// Package fleetmode is lab 18's --nodes N: N of our nodes (mycore/fleet)
+// in one process, each with its own kubelet on its own mock runtime, all
+// sharing one credential and one connection to the apiserver. It prints
+// what a learner watches (a summary every few seconds, every API call by
+// verb, resource and code at the end), and sets what is process-wide: the
+// garbage collector, the profiler, the klog logger the nodes share.
+package fleetmode
 
 import (
 	"context"
@@ -6,13 +12,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,20 +28,22 @@ import (
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/fleet"
-	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
 )
 
-// fleetOptions are the flags of fleet mode: --nodes N runs N of our nodes
-// in this process, each on its own mock runtime.
-type fleetOptions struct {
-	kubeconfig   string
-	nodes        int
+// Options are the flags of fleet mode: --nodes N runs N of our nodes in
+// this process, each on its own mock runtime.
+type Options struct {
+	// Kubeconfig (admin) and RelistPeriod are the lab's flags, shared with
+	// the single node; the rest are fleet mode's own (Register).
+	Kubeconfig   string
+	RelistPeriod time.Duration
+
+	Nodes        int
 	prefix       string
 	qps          float64
 	burst        int
-	relist       time.Duration
 	leaseSeconds int
 	statusEvery  time.Duration
 	every        time.Duration
@@ -49,13 +55,13 @@ type fleetOptions struct {
 	gcPercent    int
 }
 
-func (o *fleetOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
-	fs.IntVar(&o.nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
+// Register adds fleet mode's flags to fs: --nodes and those that only
+// fleet mode reads.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.IntVar(&o.Nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
 	fs.StringVar(&o.prefix, "node-prefix", fleet.DefaultPrefix, "fleet node names are PREFIX-0000, PREFIX-0001, …")
 	fs.Float64Var(&o.qps, "kube-api-qps", -1, "client-side rate limit of the fleet's shared client for pods and registration; negative: none (KWOK v0.7.0 has none either). Leases and node status are never limited")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "burst of that rate limit (with --kube-api-qps > 0)")
-	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
 	fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "each node's Lease duration; renewed every quarter of it (kubelet: 40)")
 	fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often each node checks its status (written only when it changed, or every 5m) (kubelet: 10s)")
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
@@ -67,20 +73,22 @@ func (o *fleetOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
 
-// fleetStats is what --stats-file holds.
-type fleetStats struct {
+// Stats is what --stats-file holds.
+type Stats struct {
 	Nodes  int               `json:"nodes"`
 	Total  int64             `json:"total"`
 	Wasted fleet.Wasted      `json:"wasted"`
 	Calls  []fleet.CallCount `json:"calls"`
 }
 
-func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fleet.Fleet)) error {
-	out := &lockedWriter{w: w}
-	if o.nodes < 1 || o.nodes > fleet.MaxNodes {
-		return fmt.Errorf("--nodes %d: must be 1 to %d", o.nodes, fleet.MaxNodes)
+// Run runs the fleet until ctx ends, then prints (and with --stats-file
+// writes) every API call it made. onReady, if set, is called once every
+// node is Ready with a Lease.
+func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*fleet.Fleet)) error {
+	if o.Nodes < 1 || o.Nodes > fleet.MaxNodes {
+		return fmt.Errorf("--nodes %d: must be 1 to %d", o.Nodes, fleet.MaxNodes)
 	}
-	if o.relist <= 0 || o.statusEvery <= 0 || o.every < 0 || (o.qps > 0 && o.burst < 1) {
+	if o.RelistPeriod <= 0 || o.statusEvery <= 0 || o.every < 0 || (o.qps > 0 && o.burst < 1) {
 		return errors.New("--relist-period and --node-status-update-frequency must be positive, --report-every not negative, --kube-api-burst at least 1")
 	}
 	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
@@ -105,9 +113,9 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 			return err
 		}
 		defer stopProfiler()
-		out.printf("profiler on http://%s/debug/pprof/ (go tool pprof http://%s/debug/pprof/heap)", o.pprofAddr, o.pprofAddr)
+		out.Printf("profiler on http://%s/debug/pprof/ (go tool pprof http://%s/debug/pprof/heap)", o.pprofAddr, o.pprofAddr)
 	}
-	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
+	cfg, err := labenv.RESTConfig(ctx, o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -123,16 +131,16 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 
 	calls := fleet.NewCalls()
 	fo := fleet.Options{
-		Config: cfg, Nodes: o.nodes, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
-		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.relist,
-		SharedIdentity: o.sharedID, Calls: calls, Log: func(f string, a ...any) { out.printf("fleet   "+f, a...) },
+		Config: cfg, Nodes: o.Nodes, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
+		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
+		SharedIdentity: o.sharedID, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
 	}
 	if o.logNode != "" {
 		fo.NodeLog = func(name string) func(string, ...any) {
 			if name != o.logNode {
 				return nil
 			}
-			return func(f string, a ...any) { out.printf(time.Now().Format("15:04:05.000")+" "+name+" "+f, a...) }
+			return func(f string, a ...any) { out.Stamped(name+" "+f, a...) }
 		}
 	}
 	f, err := fleet.New(fo)
@@ -143,16 +151,16 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	if o.qps > 0 {
 		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
 	}
-	out.printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.nodes-1), o.relist)
-	out.printf("memory: %s", gcWhy)
+	out.Printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.Nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.Nodes-1), o.RelistPeriod)
+	out.Printf("memory: %s", gcWhy)
 	who := "each node impersonates system:node:NAME (checked and queued by the apiserver as a kubelet)"
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
 	}
-	out.printf("one credential and one connection to %s for all: %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
-	out.printf("pods bound to them run on the mock. Try, in another terminal:")
-	out.printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
-	out.printf("  kubectl run web --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
+	out.Printf("one credential and one connection to %s for all: %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
+	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
+	out.Printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
+	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
 
 	// Every node's lease controller logs through its context: give the
 	// fleet a logger that goes quiet once we stop, or a thousand nodes log
@@ -165,7 +173,7 @@ func runFleet(ctx context.Context, o fleetOptions, w io.Writer, onReady func(*fl
 	go func() { errc <- f.Run(ctx) }()
 	select {
 	case <-f.Ready():
-		out.printf("ready   %d nodes Ready with leases %s after start", o.nodes, time.Since(start).Round(time.Millisecond))
+		out.Printf("ready   %d nodes Ready with leases %s after start", o.Nodes, time.Since(start).Round(time.Millisecond))
 		if onReady != nil {
 			onReady(f)
 		}
@@ -190,21 +198,21 @@ loop:
 		case <-tick:
 			counts := calls.Counts()
 			wasted := fleet.WastedOf(counts)
-			out.printf("summary %d nodes, %d pods in their pod managers; %d API calls so far (deletes of gone objects %d, conflicts %d)",
-				o.nodes, f.Pods(), fleet.Total(counts), wasted.DeletesOfGone, wasted.Conflicts)
+			out.Printf("summary %d nodes, %d pods in their pod managers; %d API calls so far (deletes of gone objects %d, conflicts %d)",
+				o.Nodes, f.Pods(), fleet.Total(counts), wasted.DeletesOfGone, wasted.Conflicts)
 		case runErr = <-errc:
 			break loop
 		}
 	}
 
 	counts := calls.Counts()
-	stats := fleetStats{Nodes: o.nodes, Total: fleet.Total(counts), Wasted: fleet.WastedOf(counts), Calls: counts}
-	out.printf("stopped after %s: %d API calls, by verb, resource and code:", time.Since(start).Round(time.Second), stats.Total)
+	stats := Stats{Nodes: o.Nodes, Total: fleet.Total(counts), Wasted: fleet.WastedOf(counts), Calls: counts}
+	out.Printf("stopped after %s: %d API calls, by verb, resource and code:", time.Since(start).Round(time.Second), stats.Total)
 	for _, c := range counts {
-		out.printf("  %s", c)
+		out.Printf("  %s", c)
 	}
-	out.printf("wasted: %d deletes of objects already gone, %d conflicts", stats.Wasted.DeletesOfGone, stats.Wasted.Conflicts)
-	out.printf("the Nodes and their Leases stay (NotReady once the leases expire); remove them with: kubectl delete nodes -l %s=18-mykubelet", node.LabLabel)
+	out.Printf("wasted: %d deletes of objects already gone, %d conflicts", stats.Wasted.DeletesOfGone, stats.Wasted.Conflicts)
+	out.Printf("the Nodes and their Leases stay (NotReady once the leases expire); remove them with: kubectl delete nodes -l %s=18-mykubelet", node.LabLabel)
 	if o.statsFile != "" {
 		b, err := json.MarshalIndent(stats, "", "  ")
 		if err == nil {
@@ -229,7 +237,7 @@ loop:
 // a memory limit it has no cliff: when more is live (more pods per node, a
 // slow apiserver holding requests in flight) the heap grows with it
 // instead of the collector running back to back.
-func (o fleetOptions) gcSettings() (gcPercent int, memLimit int64, why string, err error) {
+func (o Options) gcSettings() (gcPercent int, memLimit int64, why string, err error) {
 	switch {
 	case o.gcPercent < 0:
 		return 0, 0, "", fmt.Errorf("--gc-percent %d: want 0 (Go's setting) or more", o.gcPercent)
@@ -306,16 +314,4 @@ func (s quietSink) WithValues(kv ...any) logr.LogSink {
 }
 func (s quietSink) WithName(name string) logr.LogSink {
 	return quietSink{LogSink: s.LogSink.WithName(name), quiet: s.quiet}
-}
-
-// lockedWriter serialises lines from the fleet's goroutines with ours.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format+"\n", args...)
 }
