@@ -1,9 +1,10 @@
-// The lab 18 benchmark runs KWOK v0.7.0 and our fleet mode one after the
-// other against the same control plane, drives both the same way, and
-// prints one table, KWOK beside ours:
+// Fleetbench is lab 18's benchmark: a tool beside the course, not a step of
+// it. It runs KWOK v0.7.0 and our fleet mode (go run ./labs/18-mykubelet
+// --nodes N) one after the other against the same control plane, drives
+// both the same way, and prints one table, KWOK beside ours:
 //
-//	go run ./labs/18-mykubelet/bench                       # 1,000 nodes, 10,000 pods
-//	go run ./labs/18-mykubelet/bench --nodes 50 --pods 500 # a quick one
+//	go run ./hack/fleetbench                        # 1,000 nodes, 10,000 pods
+//	go run ./hack/fleetbench --nodes 50 --pods 500  # a quick one
 //
 // Fleet mode runs twice: as the nodes (each request impersonates
 // system:node:NAME, so the Node authorizer checks it and priority and
@@ -13,10 +14,10 @@
 // For each tool: N nodes → all Ready with a Lease; M pods bound
 // round-robin (spec.nodeName, no scheduler) → all Running; every pod
 // deleted (one DELETE each, default grace, like kubectl delete pods --all)
-// → all gone; meanwhile, how often a node stopped being Ready. Both tools run as child processes, so their memory and CPU
-// come from /proc the same way. KWOK's API calls are counted from the
-// apiserver's own apiserver_request_total; ours the same way, and by the
-// fleet itself.
+// → all gone; meanwhile, how often a node stopped being Ready. Both tools
+// run as child processes, so their memory and CPU come from /proc the same
+// way. KWOK's API calls are counted from the apiserver's own
+// apiserver_request_total; ours the same way, and by the fleet itself.
 package main
 
 import (
@@ -33,7 +34,6 @@ import (
 	"time"
 
 	"kubelet-labs/internal/controlplane"
-	"kubelet-labs/internal/labenv"
 )
 
 type options struct {
@@ -72,9 +72,11 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, o, os.Stdout); err != nil {
-		labenv.Fatal(err)
+	_, err := run(ctx, o, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
 	}
 }
 
