@@ -33,6 +33,9 @@ import (
 	"kubelet-labs/mycore/server"
 )
 
+// defaultNodeName is the node shell.yaml's pod is bound to.
+const defaultNodeName = "lab-node-14"
+
 type options struct {
 	kubeconfig   string
 	nodeName     string
@@ -48,7 +51,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, who makes the bootstrap token and approves the serving CSR (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-14", "name of the node to join; pods bound to it (spec.nodeName) run here")
+	fs.StringVar(&o.nodeName, "node-name", defaultNodeName, "name of the node to join; pods bound to it (spec.nodeName) run here")
 	o.runtime.Register(fs, labruntime.Mock)
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on (the kubelet's --address); the embedded control plane is on this machine, so loopback is enough; 0.0.0.0 for a cluster elsewhere (kind in the VM)")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node publishes, which the apiserver dials (default: --address, or this machine's address when --address is 0.0.0.0)")
@@ -111,6 +114,11 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	}
 
 	out.Printf("Try, in another terminal:")
+	if o.nodeName != defaultNodeName {
+		// shell.yaml names its node: a pod for this one, with the same image.
+		out.Printf("  (shell.yaml's pod is bound to %s; one for %s: kubectl run POD --image=%s --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600)",
+			defaultNodeName, o.nodeName, labruntime.BusyboxImage, o.nodeName)
+	}
 	out.Printf("  kubectl apply -f labs/14-exec/shell.yaml && kubectl wait --for=condition=Ready pod/shell")
 	out.Printf("  kubectl exec shell -- echo hi")
 	out.Printf("  kubectl exec shell -- sh -c 'exit 3'; echo \"exit code $?\"")
