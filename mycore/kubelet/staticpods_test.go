@@ -7,129 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
-	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/node"
-	"kubelet-labs/mylib/fakecri"
 )
-
-func TestMain(m *testing.M) { testenv.Main(m) }
-
-// The mock uses the image names of the course's containerd.
-const (
-	mockPauseImage   = "localhost/kubelet-labs/pause:1.0"
-	mockBusyboxImage = "localhost/kubelet-labs/busybox:1.35.0"
-)
-
-// lines collects the kubelet's log, printed if the test fails (t.Logf
-// cannot be called once the test has ended, and the kubelet's goroutines
-// may still log then).
-type lines struct {
-	mu    sync.Mutex
-	start time.Time
-	l     []string
-}
-
-func (l *lines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.l = append(l.l, fmt.Sprintf("%8.3fs ", time.Since(l.start).Seconds())+fmt.Sprintf(format, args...))
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.l, "\n")
-}
-
-// node is one of our kubelets on the mock CRI, joined to the test's
-// control plane, with a static pod folder.
-type testNode struct {
-	name      string
-	manifests string
-	cri       *cri.Client
-	admin     kubernetes.Interface
-	log       *lines
-}
-
-// startNode joins node name, starts the mock CRI and runs a Kubelet with
-// opts on them until the test ends; then checks that Run returned and
-// that nothing was left running (goroutines).
-func startNode(t *testing.T, name string, opts Options) *testNode {
-	t.Helper()
-	testenv.NoLeaks(t) // first: its check runs after every other cleanup
-	// A short folder: the mock's socket lives in it (108 bytes at most).
-	dir, err := os.MkdirTemp("", "kubelet-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Setenv(state.EnvVar, dir)
-	ctx := context.Background()
-
-	j, err := node.Join(ctx, node.JoinOptions{Admin: testenv.AdminConfig(t), Dir: testenv.NodeDir(t, name), Name: name, Lab: "test-kubelet", NoTaint: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(j.Stop)
-	mock, err := fakecri.Start(filepath.Join(dir, "cri.sock"), fakecri.WithPauseImage(mockPauseImage), fakecri.WithImages(mockBusyboxImage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(mock.Stop)
-	crc, err := cri.Dial(ctx, mock.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { crc.Close() })
-
-	n := &testNode{name: name, manifests: filepath.Join(dir, "manifests"), cri: crc, admin: testenv.AdminClient(t), log: &lines{start: time.Now()}}
-	if err := os.Mkdir(n.manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts.NodeName, opts.Client, opts.CRI = name, j.Client, crc
-	opts.PodLogsDir, opts.HostIPs, opts.Log = filepath.Join(dir, "pod-logs"), []string{"127.0.0.1"}, n.log.logf
-	if opts.StaticPodPath == "" {
-		opts.StaticPodPath = n.manifests
-	}
-	k, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- k.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Errorf("Run did not return within a minute of the end of its context")
-		}
-		if _, err := k.RemoveAll(context.Background()); err != nil {
-			t.Errorf("RemoveAll: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("kubelet log:\n%s", n.log)
-		}
-	})
-	return n
-}
 
 // put writes a manifest under a dot-name, then renames it into place: the
 // file source never reads it half-written.
@@ -142,24 +30,6 @@ func (n *testNode) put(t *testing.T, file, body string) {
 	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitFor polls cond every 50 ms for up to two minutes and returns how
-// long it took.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last error
-	for time.Since(start) < 2*time.Minute {
-		ok, err := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after 2m waiting for %s (last: %v)", what, last)
-	return 0
 }
 
 // runningMirror is the mirror pod of a static pod once it shows the
@@ -177,26 +47,6 @@ func (n *testNode) runningMirror(t *testing.T, name string) (*v1.Pod, error) {
 		return nil, fmt.Errorf("mirror pod %s: phase %s, %d container status(es)", p.UID, p.Status.Phase, len(p.Status.ContainerStatuses))
 	}
 	return p, nil
-}
-
-// containers are the containers the mock runs for the pod with this UID
-// (the static pod's, which the apiserver never sees).
-func (n *testNode) containers(t *testing.T, uid string) []*runtimeapi.Container {
-	t.Helper()
-	ctx := context.Background()
-	sandboxes, err := n.cri.Pods(ctx, map[string]string{"io.kubernetes.pod.uid": uid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*runtimeapi.Container
-	for _, s := range sandboxes {
-		cs, err := n.cri.Containers(ctx, s.Id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, cs...)
-	}
-	return out
 }
 
 const webManifest = `apiVersion: v1

@@ -1,0 +1,89 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+)
+
+// TestHousekeepingAfterARestart is a kubelet restart: the containers of a
+// node run on while its kubelet is down, and one pod is deleted meanwhile.
+// The new kubelet's housekeeping (every 100 ms here) must not act before
+// its pod source has delivered its first list — until then every pod
+// looks gone, and killing them would stop a whole node's work at each
+// restart. Once the list came, the pod that is still wanted runs on
+// untouched (same container, no restart) and the one nobody wants any more
+// is killed as an orphan.
+//
+// The pod source is Options.Updates, fed by the test, so the first list
+// comes exactly when the test says; the pods exist in the apiserver too,
+// where the status manager posts.
+func TestHousekeepingAfterARestart(t *testing.T) {
+	n := newNode(t, "t-housekeeping")
+	ns := n.namespace(t)
+	ctx := context.Background()
+	opts := Options{HousekeepingPeriod: 100 * time.Millisecond}
+
+	keep := n.createPod(t, ns, "keep", 30, "sleep infinity")
+	orphan := n.createPod(t, ns, "orphan", 30, "sleep infinity")
+	first := make(chan kubetypes.PodUpdate, 1)
+	opts.Updates = first
+	k1 := n.start(t, opts)
+	first <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{keep, orphan}}
+	keepID := runtimeID(n.runningPod(t, ns, "keep").Status.ContainerStatuses[0])
+	orphanID := runtimeID(n.runningPod(t, ns, "orphan").Status.ContainerStatuses[0])
+
+	// The kubelet stops (no graceful shutdown): its containers run on.
+	k1.stop(t)
+	for _, id := range []string{keepID, orphanID} {
+		if st := n.containerState(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("container %s is %s after the kubelet stopped, want RUNNING", id, st.State)
+		}
+	}
+	zero := int64(0)
+	if err := n.admin.CoreV1().Pods(ns).Delete(ctx, "orphan", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new kubelet whose source has not listed yet: ten housekeeping
+	// periods later nothing has been killed.
+	second := make(chan kubetypes.PodUpdate, 1)
+	opts.Updates = second
+	n.start(t, opts)
+	time.Sleep(10 * opts.HousekeepingPeriod)
+	for _, id := range []string{keepID, orphanID} {
+		if st := n.containerState(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("container %s is %s before the pod source listed: housekeeping acted on pods that only looked gone", id, st.State)
+		}
+	}
+
+	// The first list: only keep.
+	second <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{keep}}
+	waitFor(t, "the orphan's container stopped", func() (bool, error) {
+		if st := n.containerState(t, orphanID); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			return false, fmt.Errorf("container %s is %s", orphanID, st.State)
+		}
+		return true, nil
+	})
+	if !n.log.has("cleanup", ns+"/orphan", "runtime-only pod") {
+		t.Errorf("no log line says housekeeping killed the orphan")
+	}
+	p := n.runningPod(t, ns, "keep")
+	if cs := p.Status.ContainerStatuses[0]; runtimeID(cs) != keepID || cs.RestartCount != 0 {
+		t.Errorf("keep shows container %s restartCount %d, want %s never restarted", runtimeID(cs), cs.RestartCount, keepID)
+	}
+	if st := n.containerState(t, keepID); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("keep's container is %s, want RUNNING", st.State)
+	}
+	for _, c := range n.containers(t, string(orphan.UID)) {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s of the orphan still runs", c.Id)
+		}
+	}
+}
