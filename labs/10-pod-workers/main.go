@@ -34,9 +34,9 @@ import (
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/10-pod-workers/teachloop"
 	"kubelet-labs/mycore/node"
+	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
-	"kubelet-labs/mycore/runtime"
 	"kubelet-labs/mylib/fakecri"
 )
 
@@ -121,12 +121,13 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	}
 	defer rt.Close()
 	out.Printf("%s (control API: %s)", rt.Describe, rt.Mock.ControlSocketPath())
+	out.Printf("  its containers: %s ps -a", rt.Crictl)
 
 	// 3. The PLEG: relists the runtime every period and writes each pod's
 	// status into the pod cache — the cache every pod worker waits on.
 	cache := kubecontainer.NewCache()
 	events := make(chan *pleg.PodLifecycleEvent, 1000) // plegChannelCapacity, kubelet.go:205
-	gen := pleg.NewGenericPLEG(klog.Background(), runtime.New(rt.CRI), events,
+	gen := pleg.NewGenericPLEG(klog.Background(), plegruntime.New(rt.CRI), events,
 		&pleg.RelistDuration{RelistPeriod: o.relist, RelistThreshold: 3 * time.Minute}, cache, clock.RealClock{}).(*pleg.GenericPLEG)
 	out.Printf("PLEG relists every %s into the pod cache", o.relist)
 
