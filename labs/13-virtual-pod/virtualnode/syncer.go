@@ -36,7 +36,7 @@ func (s *Syncer) generate(pod *v1.Pod, rs *kubecontainer.PodStatus, terminal boo
 }
 
 // SyncPod reports what the runtime shows, then starts the containers that
-// never ran. As in the kubelet (kubelet.go:2066-2112), the status posted
+// never ran. As in the kubelet (kubelet.go:2074-2101), the status posted
 // is what was observed before acting; the runtime's next change brings
 // the next sync.
 func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, rs *kubecontainer.PodStatus) (bool, func(), error) {
@@ -65,7 +65,7 @@ func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 
 // SyncTerminatingPod stops the pod's containers: their contexts are
 // cancelled, the work stops, each reports exit code 143. Then the status
-// with every container stopped (kubelet.go:2289-2420).
+// with every container stopped (kubelet.go:2289-2408).
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubecontainer.PodStatus, gracePeriod *int64, podStatusFn func(*v1.PodStatus)) error {
 	st := s.generate(pod, rs, false)
 	if podStatusFn != nil {
@@ -83,7 +83,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubeco
 	if err := s.Runtime.StopPod(ctx, pod.UID, grace); err != nil {
 		return err
 	}
-	// Ask the runtime, not the cache: the stop just changed it (:2335-2370).
+	// Ask the runtime, not the cache: the stop just changed it (:2357-2385).
 	stopped := s.Runtime.Status(pod.UID)
 	for _, c := range stopped.ContainerStatuses {
 		if c.State == kubecontainer.ContainerStateRunning {
@@ -95,7 +95,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubeco
 }
 
 // SyncTerminatingRuntimePod stops a pod the runtime has and the config
-// does not (kubelet.go:2426-2456).
+// does not (kubelet.go:2426-2447).
 func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
 	s.Log("sync    SyncTerminatingRuntimePod %s/%s: a pod no longer wanted → cancel its work", rp.Namespace, rp.Name)
 	return s.Runtime.StopPod(ctx, rp.ID, 1)
@@ -103,7 +103,7 @@ func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontaine
 
 // SyncTerminatedPod posts the final status and calls TerminatePod: from
 // now on the status manager may delete the pod object, if it is being
-// deleted (kubelet.go:2458-2520).
+// deleted (kubelet.go:2458-2525).
 func (s *Syncer) SyncTerminatedPod(_ context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus) error {
 	st := s.generate(pod, s.Runtime.Status(pod.UID), true)
 	s.Status.SetPodStatus(pod, st)
