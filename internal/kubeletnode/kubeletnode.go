@@ -1,5 +1,5 @@
 // Package kubeletnode starts the node of labs 12 and 17 — our kubelet
-// (mycore/kubelet) acting as a node of the lab 00 cluster, without a node
+// (mycore/mykubelet) acting as a node of the lab 00 cluster, without a node
 // server — in the order a kubelet starts:
 //
 //  1. the runtime (internal/labruntime): without it the node would join and
@@ -7,7 +7,7 @@
 //  2. the join (labs 03-05, mycore/node): bootstrap token → CSR → a client
 //     certificate for system:node:NAME → the Node → the Lease; from here on
 //     every call is the node's, checked by the Node authorizer;
-//  3. the kubelet (mycore/kubelet): pod source, pod manager, pod workers,
+//  3. the kubelet (mycore/mykubelet): pod source, pod manager, pod workers,
 //     PLEG and pod cache, runtime manager, probes, status manager.
 //
 // The lab then runs the kubelet's sync loop (Node.Kubelet.Run). Labs 14 and
@@ -24,7 +24,7 @@ import (
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labruntime"
-	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mylib/fakecri"
 )
@@ -66,8 +66,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 // Defaults are the kubelet's own periods, for a lab to start from.
 func Defaults(lab, nodeName string) Options {
 	return Options{Lab: lab, NodeName: nodeName, Timeout: 2 * time.Minute,
-		RelistPeriod: kubelet.DefaultRelistPeriod, BackOffInitial: kubelet.DefaultBackOffInitial,
-		BackOffMax: kubelet.DefaultBackOffMax, GCPeriod: kubelet.DefaultGCPeriod}
+		RelistPeriod: mykubelet.DefaultRelistPeriod, BackOffInitial: mykubelet.DefaultBackOffInitial,
+		BackOffMax: mykubelet.DefaultBackOffMax, GCPeriod: mykubelet.DefaultGCPeriod}
 }
 
 // Check refuses what the node could not run with, before anything starts.
@@ -82,7 +82,7 @@ func (o *Options) Check() error {
 type Node struct {
 	Runtime *labruntime.Runtime
 	Joined  *node.Joined
-	Kubelet *kubelet.Kubelet
+	Kubelet *mykubelet.Kubelet
 }
 
 // Start opens the runtime, joins the node and builds the kubelet, printing
@@ -124,7 +124,7 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	}
 
 	// 3. The kubelet, acting as the node: chapter 3's pieces in one.
-	n.Kubelet, err = kubelet.New(kubelet.Options{
+	n.Kubelet, err = mykubelet.New(mykubelet.Options{
 		NodeName: o.NodeName, Client: n.Joined.Client, CRI: n.Runtime.CRI, PodLogsDir: n.Runtime.PodLogsDir,
 		HostIPs: InternalIPs(n.Joined.Node), RelistPeriod: o.RelistPeriod,
 		BackOffInitial: o.BackOffInitial, BackOffMax: o.BackOffMax, GCPeriod: o.GCPeriod, Log: out.Stamped,

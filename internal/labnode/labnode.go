@@ -10,7 +10,7 @@
 //  3. the serving certificate (lab 14): a kubernetes.io/kubelet-serving CSR
 //     as the node, with the node's IP in it, checked and approved as admin
 //     (nothing in a cluster approves those on its own);
-//  4. the kubelet (mycore/kubelet): pod sources, pod manager, pod workers,
+//  4. the kubelet (mycore/mykubelet): pod sources, pod manager, pod workers,
 //     PLEG, probes, status manager;
 //  5. the node server (mycore/server): exec, attach, logs, port-forward,
 //     authenticated by client certificate and authorized by
@@ -45,7 +45,7 @@ import (
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/bootstrap"
-	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
 	"kubelet-labs/mylib/fakecri"
@@ -83,7 +83,7 @@ type Options struct {
 	// static pods, shutdown grace, Log; a nil Log prints every step
 	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir and
 	// HostIPs.
-	Kubelet kubelet.Options
+	Kubelet mykubelet.Options
 	// Out is where the steps are printed.
 	Out *labenv.Printer
 }
@@ -108,7 +108,7 @@ type Node struct {
 	Runtime     *labruntime.Runtime
 	Joined      *node.Joined
 	ServingCert *server.ServingCert
-	Kubelet     *kubelet.Kubelet
+	Kubelet     *mykubelet.Kubelet
 	Server      *server.Server
 
 	closers []func()
@@ -221,7 +221,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if ko.Log == nil {
 		ko.Log = out.Stamped
 	}
-	if n.Kubelet, err = kubelet.New(ko); err != nil {
+	if n.Kubelet, err = mykubelet.New(ko); err != nil {
 		return nil, err
 	}
 

@@ -19,7 +19,7 @@ import (
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 // Load decodes a pod manifest, strictly (a misspelt field is an error, as
@@ -130,7 +130,7 @@ func CleanRuntime(ctx context.Context, c *cri.Client, namespace, name string) (i
 // (kubecontainer.ConvertPodStatusToRunningPod, as killPod in
 // kubelet_pods.go does).
 func RunningPod(ctx context.Context, c *cri.Client, pod *v1.Pod) (kubecontainer.Pod, *kubecontainer.PodStatus, error) {
-	r := runtime.New(c)
+	r := plegruntime.New(c)
 	p, err := r.GetPod(ctx, pod.UID)
 	if err != nil {
 		return kubecontainer.Pod{}, nil, err

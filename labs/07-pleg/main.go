@@ -1,6 +1,6 @@
 // Lab 07 runs the kubelet's own PLEG — the Pod Lifecycle Event Generator,
 // pleg.NewGenericPLEG from k8s.io/kubernetes v1.36.3 — over our
-// kubecontainer.Runtime (mycore/runtime) on the mock CRI runtime.
+// kubecontainer.Runtime (mycore/plegruntime) on the mock CRI runtime.
 //
 // The PLEG is how the kubelet learns that something happened to a container
 // it did not do itself: every relist period it lists all pods from the
@@ -36,7 +36,7 @@ import (
 	"kubelet-labs/internal/state"
 	"kubelet-labs/labs/07-pleg/plegview"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 // The kubelet's values (pkg/kubelet/kubelet.go:205-216, v1.36.3).
@@ -124,7 +124,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onLive func(*plegv
 func relistByHand(ctx context.Context, o options, rt *labruntime.Runtime, m *plegview.Mock, out *labenv.Printer) error {
 	c := rt.CRI
 	clk := testingclock.NewFakeClock(time.Now())
-	kr := runtime.New(c, runtime.WithClock(clk)) // lists stamped by the same fake clock
+	kr := plegruntime.New(c, plegruntime.WithClock(clk)) // lists stamped by the same fake clock
 	cache := plegview.Observe(kubecontainer.NewCache(), out)
 	events := make(chan *pleg.PodLifecycleEvent, plegChannelCapacity)
 	g := pleg.NewGenericPLEG(logger(out), kr, events,
@@ -184,7 +184,7 @@ func relistForever(ctx context.Context, o options, rt *labruntime.Runtime, m *pl
 	cache := plegview.Observe(kubecontainer.NewCache(), out)
 	cache.Quiet = true // live: the event lines say which cache entry they follow
 	events := make(chan *pleg.PodLifecycleEvent, plegChannelCapacity)
-	g := pleg.NewGenericPLEG(logger(out), runtime.New(c), events,
+	g := pleg.NewGenericPLEG(logger(out), plegruntime.New(c), events,
 		&pleg.RelistDuration{RelistPeriod: o.relistPeriod, RelistThreshold: o.relistThreshold}, cache, clock.RealClock{}).(*pleg.GenericPLEG)
 
 	pod := plegview.DemoPod("web")

@@ -23,7 +23,7 @@ import (
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/labs/07-pleg/plegview"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mylib/fakecri"
 )
 
@@ -157,7 +157,7 @@ func TestLiveEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, out, `ContainerStarted\s+lab07/web extra\s+`+id[:13])
-	pods, err := runtime.New(c).GetPods(ctx, false)
+	pods, err := plegruntime.New(c).GetPods(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 // the pod workers (mycore/podworkers) the way the kubelet's sync loop does
 // (teachloop: a small teaching copy of that loop, which prints every step).
 // The runtime is the mock CRI (mylib/fakecri) in this process; the real
-// PLEG relists it every second over mycore/runtime and fills the cache.
+// PLEG relists it every second over mycore/plegruntime and fills the cache.
 // The syncer prints what the kubelet would do and creates, stops and
 // removes the pod's sandbox and containers in the mock.
 //

@@ -5,8 +5,8 @@
 // the pod cache that gates the workers, and the status manager posts what
 // the runtime shows back to the apiserver.
 //
-// All of it is mycore/kubelet (the wiring) over mycore/kuberuntime (pods
-// to CRI calls), mycore/runtime (CRI to the PLEG), mycore/podworkers and
+// All of it is mycore/mykubelet (the wiring) over mycore/kuberuntime (pods
+// to CRI calls), mycore/plegruntime (CRI to the PLEG), mycore/podworkers and
 // mycore/status. A kubelet starts them in this order: the runtime, the
 // join, the kubelet (internal/kubeletnode, which lab 17 starts too), then
 // the sync loop.

@@ -1,5 +1,5 @@
 // Lab 14 is `kubectl exec` into our own node. The node (lab-node-14) runs
-// pods with the kubelet of chapter 3 (mycore/kubelet), and in front of it
+// pods with the kubelet of chapter 3 (mycore/mykubelet), and in front of it
 // is our HTTPS server — the kubelet API the apiserver calls for exec,
 // attach, logs and port-forward (mycore/server):
 //
@@ -29,7 +29,7 @@ import (
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/14-exec/visitor"
-	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/server"
 )
 
@@ -99,7 +99,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 		Lab: "14-exec", Name: o.nodeName, Kubeconfig: o.kubeconfig, Runtime: o.runtime,
 		Address: o.address, NodeIP: o.nodeIP, Port: o.port,
 		WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL, Timeout: o.timeout,
-		Kubelet: kubelet.Options{Log: logf}, Out: out,
+		Kubelet: mykubelet.Options{Log: logf}, Out: out,
 	})
 	if err != nil {
 		return err

@@ -5,7 +5,7 @@
 // probes run by a probe manager of its own.
 //
 // The node (lab-node-17) is lab 12's (internal/kubeletnode over
-// mycore/kubelet); what this lab adds lives in mycore/kuberuntime
+// mycore/mykubelet); what this lab adds lives in mycore/kuberuntime
 // (actions.go, sync.go) and mycore/prober. This file starts the node and
 // says what to try.
 //

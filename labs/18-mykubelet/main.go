@@ -25,7 +25,7 @@ import (
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/18-mykubelet/fleetmode"
-	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/server"
 )
 
@@ -53,15 +53,15 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
-	fs.DurationVar(&o.relist, "relist-period", kubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
+	fs.DurationVar(&o.relist, "relist-period", mykubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
 	fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to join with, e.g. the one lab 03 printed (default: make one with the admin kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
 	o.runtime.Register(fs, labruntime.Containerd)
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough")
 	fs.IntVar(&o.port, "port", server.DefaultPort, "node server port (the kubelet's --port; 0 picks a free one)")
 	fs.StringVar(&o.staticPodPath, "static-pod-path", "", "folder of static pod manifests (the kubelet's staticPodPath) (default: manifests/ in the node's state folder)")
-	fs.DurationVar(&o.backOffInit, "backoff-initial", kubelet.DefaultBackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
-	fs.DurationVar(&o.backOffMax, "backoff-max", kubelet.DefaultBackOffMax, "longest crash-loop back-off (kubelet: 5m)")
+	fs.DurationVar(&o.backOffInit, "backoff-initial", mykubelet.DefaultBackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
+	fs.DurationVar(&o.backOffMax, "backoff-max", mykubelet.DefaultBackOffMax, "longest crash-loop back-off (kubelet: 5m)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "on Ctrl-C, every pod is stopped with grace min(its own, this), as the kubelet's graceful node shutdown (shutdownGracePeriod) does")
 	fs.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C, leave the pods running, as a kubelet that restarts does (the next run finds them)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join and the serving certificate may take")
@@ -132,7 +132,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	n, err := labnode.Start(ctx, labnode.Options{
 		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime,
 		Address: o.address, Port: o.port, WebSockets: true, Timeout: o.timeout, Out: out,
-		Kubelet: kubelet.Options{
+		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,
 		},
@@ -160,7 +160,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	defer cancel()
 	res, err := n.Kubelet.RemoveAll(cctx)
 	out.Printf("stopped   removed %d container(s), %d sandbox(es) and %d log folder(s) of this node from the runtime", len(res.Containers), len(res.Sandboxes), len(res.LogDirs))
-	out.Printf("          the Node and the pod objects stay (pods Failed, reason %s); remove the node with: kubectl delete node %s", kubelet.ShutdownReason, o.nodeName)
+	out.Printf("          the Node and the pod objects stay (pods Failed, reason %s); remove the node with: kubectl delete node %s", mykubelet.ShutdownReason, o.nodeName)
 	return err
 }
 

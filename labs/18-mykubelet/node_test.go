@@ -25,7 +25,7 @@ import (
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
-	"kubelet-labs/mycore/kubelet"
+	"kubelet-labs/mycore/mykubelet"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -159,7 +159,7 @@ func TestMyKubeletOnContainerd(t *testing.T) {
 	crc := critest.Dial(t, rt)
 	walkThrough(t, lab, node, walk{web: "labs/18-mykubelet/web.yaml", log: "httpd listening on 8080", page: "hello from web"})
 
-	left, err := crc.Pods(context.Background(), map[string]string{kubelet.NodeLabel: node})
+	left, err := crc.Pods(context.Background(), map[string]string{mykubelet.NodeLabel: node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +280,8 @@ func walkThrough(t *testing.T, lab *testenv.Lab[*nodeLab], node string, w walk) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Status.Phase != v1.PodFailed || p.Status.Reason != kubelet.ShutdownReason {
-			t.Errorf("%s after Ctrl-C: phase %s reason %q, want Failed %q", name, p.Status.Phase, p.Status.Reason, kubelet.ShutdownReason)
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != mykubelet.ShutdownReason {
+			t.Errorf("%s after Ctrl-C: phase %s reason %q, want Failed %q", name, p.Status.Phase, p.Status.Reason, mykubelet.ShutdownReason)
 		}
 	}
 }

@@ -104,7 +104,7 @@ func (c *Client) Close() error {
 }
 
 // Context returns ctx carrying the client's logger, for code that calls
-// Runtime or Images directly (mycore/runtime does).
+// Runtime or Images directly (mycore/plegruntime does).
 func (c *Client) Context(ctx context.Context) context.Context { return c.ctx(ctx) }
 
 // ctx carries our logger into the kubelet client, which takes its logger

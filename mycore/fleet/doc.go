@@ -2,7 +2,7 @@
 // mock container runtime: the way to see what a kubelet costs when there
 // are a thousand of them, and to compare with tools that fake nodes.
 //
-// Every node is a whole mycore/kubelet — pod manager, pod workers, the
+// Every node is a whole mycore/mykubelet — pod manager, pod workers, the
 // kubelet's own generic PLEG relisting its runtime every second, the
 // runtime manager making real CRI calls (in process, to its own
 // mylib/fakecri), the status manager — plus its own Node object, status

@@ -13,8 +13,8 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/kubelet"
 	"kubelet-labs/mycore/lease"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mylib/fakecri"
 )
@@ -26,7 +26,7 @@ type member struct {
 	name    string
 	cfg     node.Config
 	mock    *fakecri.Runtime
-	kubelet *kubelet.Kubelet
+	kubelet *mykubelet.Kubelet
 	logs    string // this node's pod logs folder
 	log     func(string, ...any)
 }
@@ -47,7 +47,7 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 		Capacity: o.Capacity,
 	}
 	m.mock = fakecri.New(fakecri.WithPodCIDR(podCIDR(i)), fakecri.WithVersion("fakecri", "v0.1.0"))
-	k, err := kubelet.New(kubelet.Options{
+	k, err := mykubelet.New(mykubelet.Options{
 		NodeName: name, Client: client, CRI: cri.InProcess(name, m.mock, m.mock),
 		PodLogsDir: m.logs, HostIPs: []string{"127.0.0.1"},
 		RelistPeriod: o.RelistPeriod, HousekeepingPeriod: o.HousekeepingPeriod,

@@ -8,7 +8,7 @@
 //   - sandbox.go, container.go, labels.go: a v1.Pod becomes CRI requests —
 //     RunPodSandbox, then CreateContainer + StartContainer per container —
 //     with the labels and annotations the kubelet writes, so the pod cache
-//     (mycore/runtime) reads back restart counts and container hashes.
+//     (mycore/plegruntime) reads back restart counts and container hashes.
 //   - kill.go: stopping containers and pods (killContainer, KillPod).
 //   - gc.go: removing what is dead (kuberuntime_gc.go).
 package kuberuntime

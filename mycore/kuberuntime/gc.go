@@ -325,7 +325,7 @@ func (g *gc) evictPodLogDirs() {
 // logDirInScope checks a pod log folder (NAMESPACE_NAME_UID) against the
 // selector's pod labels. Other keys (a node's label) cannot be read from a
 // folder name: the caller keeps those pods' logs in a folder of their own
-// (mycore/kubelet gives each node one).
+// (mycore/mykubelet gives each node one).
 func (g *gc) logDirInScope(namespace, name, uid string) bool {
 	fields := map[string]string{
 		kubetypes.KubernetesPodNamespaceLabel: namespace,

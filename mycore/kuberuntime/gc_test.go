@@ -13,7 +13,7 @@ import (
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 // GarbageCollect on a pod's life: a restarted container leaves one dead
@@ -54,7 +54,7 @@ func TestGarbageCollect(t *testing.T) {
 		// restart count from the last one's annotation.
 		restart := func() string {
 			t.Helper()
-			r := runtime.New(e.cri)
+			r := plegruntime.New(e.cri)
 			p, err := r.GetPod(ctx, pod.UID)
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 // The two kinds of container the stop lessons need. Both print "ready"
@@ -159,7 +159,7 @@ func (e *killEnv) removeAll(t testing.TB, uid types.UID) {
 func (e *killEnv) runningPod(t testing.TB, uid types.UID) kubecontainer.Pod {
 	t.Helper()
 	ctx := context.Background()
-	r := runtime.New(e.cri)
+	r := plegruntime.New(e.cri)
 	p, err := r.GetPod(ctx, uid)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 // Annotations the kubelet writes on every container (labels.go:33-41). The
 // runtime stores them and gives them back in ContainerStatus: that is how a
-// kubelet that restarted, or our PLEG's pod cache (mycore/runtime), knows a
+// kubelet that restarted, or our PLEG's pod cache (mycore/plegruntime), knows a
 // container's restart count, its spec hash and its pod's grace period
 // without any state of its own.
 const (

@@ -19,7 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 // Stamp is the wall-clock (or fake-clock) time of a line, to the millisecond.
@@ -109,7 +109,7 @@ func (c *Cache) Event(ev *pleg.PodLifecycleEvent) {
 // previous list and in this one, in the PLEG's four words (convertState,
 // pkg/kubelet/pleg/generic.go:102-116), and the events that came out.
 type Differ struct {
-	rt     *runtime.Runtime
+	rt     *plegruntime.Runtime
 	out    *labenv.Printer
 	events chan *pleg.PodLifecycleEvent
 	prev   map[string]row
@@ -121,7 +121,7 @@ type row struct {
 }
 
 // NewDiffer reads the same runtime as the PLEG and drains its events.
-func NewDiffer(rt *runtime.Runtime, out *labenv.Printer, events chan *pleg.PodLifecycleEvent) *Differ {
+func NewDiffer(rt *plegruntime.Runtime, out *labenv.Printer, events chan *pleg.PodLifecycleEvent) *Differ {
 	return &Differ{rt: rt, out: out, events: events, prev: map[string]row{}}
 }
 

@@ -1,9 +1,9 @@
 // Package teachloop is lab 10's teaching copy of the kubelet's sync loop
 // and of a syncer for the pod workers. It is not our kubelet: that is
-// mycore/kubelet (labs 17 and 18), and upstream's is pkg/kubelet.
+// mycore/mykubelet (labs 17 and 18), and upstream's is pkg/kubelet.
 //
 // Why a copy: the lab's subject is the pod workers (mycore/podworkers), and
-// a learner has to see every step they take. mycore/kubelet wraps them in a
+// a learner has to see every step they take. mycore/mykubelet wraps them in a
 // runtime manager, probes, a status manager, mirror pods and a garbage
 // collector, whose own steps would bury the workers'. This copy keeps only
 // what feeds the workers and what they call, and prints each step.
@@ -17,7 +17,7 @@
 //	                          cut to SyncKnownPods :1238)
 //	the handlers              HandlePodAdditions :2832, HandlePodUpdates :2912,
 //	                          HandlePodRemoves :3059, HandlePodSyncs :3188 — these are
-//	                          mycore/podworkers.Handlers, the same code as mycore/kubelet's
+//	                          mycore/podworkers.Handlers, the same code as mycore/mykubelet's
 //	Loop's final delete       the status manager's, status/status_manager.go:1209-1224
 //	Syncer.SyncPod            SyncPod, kubelet.go:2019 (terminal :2087-2090), with
 //	                          kuberuntime_manager.go's createPodSandbox + startContainer
@@ -27,7 +27,7 @@
 //	Syncer.SyncTerminatingRuntimePod  :2426 (grace 1, :2438)
 //	Syncer.SyncTerminatedPod  :2458
 //
-// What it does differently from mycore/kubelet, on purpose:
+// What it does differently from mycore/mykubelet, on purpose:
 //   - It prints every step: the config op and the handler it goes to, each
 //     PLEG event, each worker step (podworkers.Event), each syncer decision
 //     and each CRI call, stamped to the millisecond.

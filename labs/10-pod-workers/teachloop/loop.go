@@ -33,7 +33,7 @@ type Options struct {
 }
 
 // Loop is the sync loop and the handlers around the pod workers. The
-// config handlers are mycore/podworkers' (the same as mycore/kubelet's),
+// config handlers are mycore/podworkers' (the same as mycore/mykubelet's),
 // set by Run; HandlePodRemoves also forgets the final delete it sent.
 type Loop struct {
 	podworkers.Handlers

@@ -1,11 +1,11 @@
 // Package virtualnode is lab 13's node without containers: a teaching copy
 // of the kubelet's sync loop and of its four sync methods, around a
 // runtime that runs no containers. It is not our kubelet: that is
-// mycore/kubelet (labs 17 and 18), and upstream's is pkg/kubelet.
+// mycore/mykubelet (labs 17 and 18), and upstream's is pkg/kubelet.
 //
 // Why a copy: the lab shows that the kubelet's structure — pod manager, pod
 // workers, pod cache, status manager — does not depend on containers.
-// mycore/kubelet is built around a CRI runtime (a PLEG relisting it, the
+// mycore/mykubelet is built around a CRI runtime (a PLEG relisting it, the
 // runtime manager, probes, mirror pods, garbage collection); this package
 // keeps the parts that are the same and swaps the runtime for one that
 // interprets each container's command in this process (`http-get URL`).
@@ -27,7 +27,7 @@
 //	Runtime              a CRI runtime and the PLEG together: the pod cache written at each
 //	                     change, and its clock moved as after a relist (pleg/generic.go:329)
 //
-// What it does differently from mycore/kubelet, on purpose:
+// What it does differently from mycore/mykubelet, on purpose:
 //   - No CRI and no PLEG. Runtime runs each container as a goroutine of
 //     this process (Interpreter) and, since it sees every change as it
 //     happens, writes the pod cache itself and tells the loop at once;
@@ -35,10 +35,10 @@
 //     relist.
 //   - Admission: it rejects pods it cannot run (restartPolicy other than
 //     Never, init containers) — Failed, with a reason — before any work
-//     starts. mycore/kubelet admits every pod.
+//     starts. mycore/mykubelet admits every pod.
 //   - It runs each container once: no restarts, no back-off, no probes.
 //   - SyncTerminatedPod calls the status manager's TerminatePod itself, as
-//     upstream does (kubelet.go:2521); mycore/kubelet calls it from its
+//     upstream does (kubelet.go:2521); mycore/mykubelet calls it from its
 //     loop when a worker finishes.
 //   - Housekeeping forgets stopped pods in Runtime; there are no mirror
 //     pods and no garbage collection.

@@ -17,7 +17,7 @@ import (
 
 // Loop is the kubelet's sync loop and pod handlers (kubelet.go, v1.36.3)
 // around a runtime that is not a container runtime. The handlers are
-// mycore/podworkers' (the same as mycore/kubelet's), except
+// mycore/podworkers' (the same as mycore/mykubelet's), except
 // HandlePodAdditions, which admits.
 type Loop struct {
 	podworkers.Handlers

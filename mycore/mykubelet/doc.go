@@ -1,4 +1,4 @@
-// Package kubelet wires chapter 3's pieces into one running node: the pod
+// Package mykubelet wires chapter 3's pieces into one running node: the pod
 // sources (an informer on pods bound to the node, and the static pod
 // manifests of a folder), the pod manager, the pod workers, the PLEG over a
 // CRI runtime, the pod cache between them, a runtime manager that starts
@@ -27,4 +27,4 @@
 // and the apiserver in one step. Config says what should run, the PLEG
 // says what does run, the workers reconcile one pod at a time, and the
 // status manager posts what the runtime shows — never what was asked.
-package kubelet
+package mykubelet

@@ -1,4 +1,4 @@
-package runtime_test
+package plegruntime_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -36,7 +36,7 @@ func TestPodsAndStatus(t *testing.T) {
 
 func testPodsAndStatus(t *testing.T, rt critest.Runtime, c *cri.Client) {
 	ctx := ctxT(t)
-	r := runtime.New(c)
+	r := plegruntime.New(c)
 	p := critest.Pod(t, "rt")
 	sb, sbCfg := critest.RunPod(t, c, p)
 	sleeper, err := c.StartContainer(ctx, sb, sbCfg, p.ContainerConfig(cri.Container{Name: "sleeper", Image: rt.BusyboxImage, Command: []string{"sh", "-c", "sleep 600"}}))
@@ -126,7 +126,7 @@ func testPodsAndStatus(t *testing.T, rt critest.Runtime, c *cri.Client) {
 // the PLEG and the kubelet test with errors.Is-style equality.
 func TestPodNotFound(t *testing.T) {
 	c := critest.Dial(t, critest.FakeCRI(t))
-	_, err := runtime.New(c).GetPod(ctxT(t), "no-such-uid")
+	_, err := plegruntime.New(c).GetPod(ctxT(t), "no-such-uid")
 	if !errors.Is(err, kubecontainer.ErrPodNotFound) {
 		t.Fatalf("GetPod(unknown) = %v, want ErrPodNotFound", err)
 	}
@@ -137,7 +137,7 @@ func TestPodNotFound(t *testing.T) {
 // or a harmless value), none panics.
 func TestNoMethodPanics(t *testing.T) {
 	c := critest.Dial(t, critest.FakeCRI(t))
-	var r kubecontainer.Runtime = runtime.New(c)
+	var r kubecontainer.Runtime = plegruntime.New(c)
 	v := reflect.ValueOf(r)
 	iface := reflect.TypeOf((*kubecontainer.Runtime)(nil)).Elem()
 	unimplemented := 0
@@ -156,10 +156,10 @@ func TestNoMethodPanics(t *testing.T) {
 			}
 			out := fn.Call(args) // a panic fails the test
 			for _, o := range out {
-				if err, ok := o.Interface().(error); ok && errors.Is(err, runtime.ErrNotImplemented) {
+				if err, ok := o.Interface().(error); ok && errors.Is(err, plegruntime.ErrNotImplemented) {
 					unimplemented++
 				}
-				if res, ok := o.Interface().(kubecontainer.PodSyncResult); ok && errors.Is(res.SyncError, runtime.ErrNotImplemented) {
+				if res, ok := o.Interface().(kubecontainer.PodSyncResult); ok && errors.Is(res.SyncError, plegruntime.ErrNotImplemented) {
 					unimplemented++
 				}
 			}
@@ -175,7 +175,7 @@ func TestNoMethodPanics(t *testing.T) {
 // version compares semantically.
 func TestVersion(t *testing.T) {
 	c := critest.Dial(t, critest.FakeCRI(t))
-	r := runtime.New(c)
+	r := plegruntime.New(c)
 	if _, err := r.APIVersion(); err == nil {
 		t.Error("APIVersion before Version: want an error")
 	}

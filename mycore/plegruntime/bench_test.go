@@ -1,4 +1,4 @@
-package runtime_test
+package plegruntime_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/runtime"
+	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mylib/fakecri"
 )
 
@@ -29,7 +29,7 @@ import (
 //     each pod's status (one PodSandboxStatus + one ContainerStatus per
 //     container): the kubelet's first relist after a restart.
 //
-//     go test ./mycore/runtime -run '^$' -bench Relist -benchtime 10x
+//     go test ./mycore/plegruntime -run '^$' -bench Relist -benchtime 10x
 func BenchmarkRelist(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
@@ -59,7 +59,7 @@ func BenchmarkRelist(b *testing.B) {
 	}
 }
 
-func newPLEG(rt *runtime.Runtime) (*pleg.GenericPLEG, chan *pleg.PodLifecycleEvent) {
+func newPLEG(rt *plegruntime.Runtime) (*pleg.GenericPLEG, chan *pleg.PodLifecycleEvent) {
 	// Room for every event of 10k containers: the PLEG drops events when
 	// its channel is full, which would not change the timing but is noisy.
 	events := make(chan *pleg.PodLifecycleEvent, 20000)
@@ -70,7 +70,7 @@ func newPLEG(rt *runtime.Runtime) (*pleg.GenericPLEG, chan *pleg.PodLifecycleEve
 
 // populated starts the mock on a socket and fills it in-process (fast),
 // then returns our runtime dialled over gRPC (what is measured).
-func populated(b *testing.B, n int) *runtime.Runtime {
+func populated(b *testing.B, n int) *plegruntime.Runtime {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "bench-")
 	if err != nil {
@@ -107,5 +107,5 @@ func populated(b *testing.B, n int) *runtime.Runtime {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	return runtime.New(c)
+	return plegruntime.New(c)
 }

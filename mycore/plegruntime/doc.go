@@ -1,4 +1,4 @@
-// Package runtime is the container runtime as the kubelet's PLEG sees it: a
+// Package plegruntime is the container runtime as the kubelet's PLEG sees it: a
 // kubecontainer.Runtime (k8s.io/kubernetes/pkg/kubelet/container, v1.36.3)
 // over any CRI v1 endpoint — our mock (mylib/fakecri) or containerd.
 //
@@ -18,4 +18,4 @@
 // other method of the interface returns an error wrapping ErrNotImplemented,
 // so that code which reaches them fails with a sentence instead of a nil
 // pointer panic.
-package runtime
+package plegruntime

@@ -1,4 +1,4 @@
-package runtime
+package plegruntime
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // on top of mycore/cri. Each returns an error that names the method.
 
 func notImplemented(method string) error {
-	return fmt.Errorf("kubecontainer.Runtime.%s: %w (mycore/runtime implements what the PLEG needs: GetPods, GetPod, GetPodStatus)", method, ErrNotImplemented)
+	return fmt.Errorf("kubecontainer.Runtime.%s: %w (mycore/plegruntime implements what the PLEG needs: GetPods, GetPod, GetPodStatus)", method, ErrNotImplemented)
 }
 
 // SyncPod is not implemented; PodSyncResult carries the error.

@@ -1,4 +1,4 @@
-package kubelet
+package mykubelet
 
 import (
 	"context"
@@ -23,10 +23,10 @@ import (
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
 	"kubelet-labs/mycore/mirror"
+	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
 	"kubelet-labs/mycore/prober"
-	"kubelet-labs/mycore/runtime"
 	"kubelet-labs/mycore/status"
 )
 
@@ -101,7 +101,7 @@ type Kubelet struct {
 	log      func(format string, args ...any)
 	pods     kubepod.Manager
 	cache    kubecontainer.Cache
-	runtime  *runtime.Runtime
+	runtime  *plegruntime.Runtime
 	manager  *kuberuntime.Manager
 	pleg     *pleg.GenericPLEG
 	plegCh   chan *pleg.PodLifecycleEvent
@@ -149,7 +149,7 @@ func New(o Options) (*Kubelet, error) {
 		log:      o.Log,
 		pods:     kubepod.NewBasicPodManager(),
 		cache:    kubecontainer.NewCache(),
-		runtime:  runtime.New(o.CRI, runtime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
+		runtime:  plegruntime.New(o.CRI, plegruntime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
 		plegCh:   make(chan *pleg.PodLifecycleEvent, plegChannelCapacity),
 		backOff:  flowcontrol.NewBackOff(o.BackOffInitial, o.BackOffMax),
 		reasons:  newReasonCache(),
@@ -263,7 +263,7 @@ func (k *Kubelet) Probes() *prober.Manager { return k.probes }
 func (k *Kubelet) Status() *status.Manager { return k.status }
 
 // Runtime is the PLEG's view of the runtime (kubecontainer.Runtime).
-func (k *Kubelet) Runtime() *runtime.Runtime { return k.runtime }
+func (k *Kubelet) Runtime() *plegruntime.Runtime { return k.runtime }
 
 // PodCache is the cache the PLEG writes and the workers wait on.
 func (k *Kubelet) PodCache() kubecontainer.Cache { return k.cache }

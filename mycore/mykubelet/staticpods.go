@@ -1,4 +1,4 @@
-package kubelet
+package mykubelet
 
 import (
 	"context"
