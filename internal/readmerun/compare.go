@@ -23,8 +23,10 @@ var normalisers = []struct {
 	{regexp.MustCompile(`\s+`), " "},
 }
 
-// hexWord is a candidate ID: container, sandbox and image IDs, hashes.
-var hexWord = regexp.MustCompile(`\b[0-9a-f]{6,}\b`)
+// alnumRun is a run of letters and digits: a candidate ID (container,
+// sandbox and image IDs, hashes) when it is all hex. Not \b: a pod's log
+// folder is NAMESPACE_NAME_UID, and _ is a word character to \b.
+var alnumRun = regexp.MustCompile(`[0-9A-Za-z]+`)
 
 // Normalise a line for comparison.
 func Normalise(line string) string {
@@ -32,8 +34,9 @@ func Normalise(line string) string {
 		if i == 4 {
 			// after addresses, before durations and numbers: a hex ID is a
 			// word of 6 or more hex digits with a digit and a letter in it
-			line = hexWord.ReplaceAllStringFunc(line, func(w string) string {
-				if strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdef") {
+			line = alnumRun.ReplaceAllStringFunc(line, func(w string) string {
+				if len(w) >= 6 && strings.Trim(w, "0123456789abcdef") == "" &&
+					strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdef") {
 					return "<hex>"
 				}
 				return w
