@@ -20,9 +20,14 @@ func KlogToFile(path string) (restore func(), err error) {
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
+	// One file for every severity: without one_output klog writes an
+	// error line to the error, warning and info outputs — three times into
+	// the same file.
+	_ = fs.Set("one_output", "true")
 	klog.SetOutput(f)
 	return func() {
 		klog.Flush()
+		_ = fs.Set("one_output", "false")
 		_ = fs.Set("logtostderr", "true")
 		klog.SetOutput(os.Stderr)
 		f.Close()
