@@ -436,13 +436,14 @@ func TestCtrlCDuringBootstrapIsACleanStop(t *testing.T) {
 	p := testenv.StartProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir, "KUBECONFIG=" + cp.AdminKubeconfig()},
 		"--node-name=fake-node-ctrl-c", "--bootstrap-kubeconfig="+path)
 	p.WaitFor(t, "is starting", time.Minute)
-	// Ctrl-C once the kubelet is retrying its bootstrap: its /healthz
-	// check with the token got a 401 (certificate/bootstrap/bootstrap.go,
-	// waitForServer, retried every 2 s for a minute).
+	// Ctrl-C once the kubelet is retrying its bootstrap: with client
+	// rotation on (cmd/kubelet/app/server.go:985) its certificate manager
+	// posts the CSR with the token, gets a 401 and retries with backoff
+	// (client-go util/certificate/certificate_manager.go:595-597).
 	kubeletLog := filepath.Join(stateDir, "nodes", "fake-node-ctrl-c", "kubelet.log")
-	testenv.PollTrue(t, "the kubelet's bootstrap to be refused (kubelet.log)", time.Minute, func() bool {
+	testenv.PollTrue(t, "the kubelet's CSR to be refused (kubelet.log)", time.Minute, func() bool {
 		b, _ := os.ReadFile(kubeletLog)
-		return strings.Contains(string(b), "Failed to connect to apiserver")
+		return strings.Contains(string(b), "cannot create certificate signing request: Unauthorized")
 	})
 	p.Signal(os.Interrupt)
 	if !p.WaitExit(30 * time.Second) {
