@@ -172,7 +172,8 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
 	// The serving certificate comes through a CSR too (signer
 	// kubernetes.io/kubelet-serving), so the apiserver can verify it
-	// against the cluster CA; someone must approve it (see ApproveServingCSRs).
+	// against the cluster CA; someone must approve it (lab 01 does, in
+	// labs/01-fake-node/servingcsr).
 	c.ServerTLSBootstrap = true
 	c.RotateCertificates = true
 
