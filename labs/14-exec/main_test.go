@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labenv"
@@ -28,6 +29,8 @@ import (
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/labs/14-exec/visitor"
+	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/server"
 )
 
@@ -59,9 +62,11 @@ func TestKubectlIntoOurNode(t *testing.T) {
 			if rc.Name != "fakecri" { // containerd, or one of its flavours (containerd-2.2, ...)
 				// Skips, or fails in CI, without containerd; found before
 				// the test's state folder replaces the course's.
-				endpoint = rc.Setup(t).Endpoint
+				rt := rc.Setup(t)
+				endpoint = rt.Endpoint
 				runtime = "containerd"
 				node = "t14-" + strings.ReplaceAll(rc.Name, ".", "")
+				t.Cleanup(func() { removeStopped(t, critest.Dial(t, rt), node) })
 			}
 			walkThrough(t, node, runtime, endpoint)
 		})
@@ -138,6 +143,27 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+// removeStopped removes what the node left in a shared containerd: the
+// deleted pod's sandbox, which its node stopped but whose garbage
+// collection (a minute later) the lab's end came before. Every one must be
+// stopped already: a running one means the node did not finish the pod.
+func removeStopped(t *testing.T, crc *cri.Client, node string) {
+	ctx := context.Background()
+	pods, err := crc.Pods(ctx, map[string]string{mykubelet.NodeLabel: node})
+	if err != nil {
+		t.Errorf("list the sandboxes of %s: %v", node, err)
+		return
+	}
+	for _, p := range pods {
+		if p.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("sandbox %.13s of %s/%s still ready after the pod was deleted", p.Id, p.Metadata.Namespace, p.Metadata.Name)
+		}
+		if err := crc.RemovePod(ctx, p.Id, time.Second); err != nil {
+			t.Errorf("remove sandbox %.13s: %v", p.Id, err)
+		}
+	}
 }
 
 // refusals knocks on the node server with the files the lab printed, as
