@@ -5,15 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // Session is a learner's checkout and terminal: a fresh copy of the
@@ -262,14 +262,14 @@ func (s *Session) runBlock(t *testing.T, b Block, timeout time.Duration) {
 type background struct {
 	b    Block
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.SyncBuffer
 	done chan struct{}
 	err  error
 }
 
 func (s *Session) start(t *testing.T, b Block, timeout time.Duration) *background {
 	t.Helper()
-	bg := &background{b: b, out: &syncBuffer{}, done: make(chan struct{})}
+	bg := &background{b: b, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	// A terminal sends Ctrl-C to the program in the foreground, not to the
 	// shell that started it: exec the command, so no shell stands between
 	// (bash waiting on `go run` turns a clean exit into status 1).
@@ -343,28 +343,9 @@ func (bg *background) stop(t *testing.T, s *Session) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func indent(out string) string {
 	if out == "" {
 		return ""
 	}
 	return "\n    " + strings.ReplaceAll(strings.TrimRight(out, "\n"), "\n", "\n    ")
 }
-
-var _ io.Writer = (*syncBuffer)(nil)
