@@ -18,6 +18,8 @@ var normalisers = []struct {
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`), "<time>"},
 	{regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`), "<time>"},
 	{regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(/\d+)?\b`), "<ip>"},
+	// crictl's CREATED column: docker/go-units HumanDuration + " ago"
+	{regexp.MustCompile(`\b(Less than a second|About a minute|About an hour|\d+ (second|minute|hour|day|week|month|year)s?) ago\b`), "<ago>"},
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(ns|µs|us|ms|s|m|h))+\b`), "<dur>"},
 	{regexp.MustCompile(`\d+(\.\d+)?`), "<n>"},
 	{regexp.MustCompile(`\s+`), " "},
@@ -31,8 +33,8 @@ var alnumRun = regexp.MustCompile(`[0-9A-Za-z]+`)
 // Normalise a line for comparison.
 func Normalise(line string) string {
 	for i, n := range normalisers {
-		if i == 4 {
-			// after addresses, before durations and numbers: a hex ID is a
+		if i == 5 {
+			// after addresses and ages, before durations and numbers: a hex ID is a
 			// word of 6 or more hex digits with a digit and a letter in it
 			line = alnumRun.ReplaceAllStringFunc(line, func(w string) string {
 				if len(w) >= 6 && strings.Trim(w, "0123456789abcdef") == "" &&

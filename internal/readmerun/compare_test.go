@@ -13,6 +13,9 @@ func TestNormalise(t *testing.T) {
 		"  apiserver   https://127.0.0.1:6443":                               "apiserver https://<ip>:<n>",
 		"back-off 1m20s restarting failed container":                         "back-off <dur> restarting failed container",
 		"deadbeef facade": "deadbeef facade",
+		"1df1ee46363a4   Less than a second ago   Running   app": "<hex> <ago> Running app",
+		"d7ca220aec182   3 seconds ago   Running   app":          "<hex> <ago> Running app",
+		"d7ca220aec182   About a minute ago   Running   app":     "<hex> <ago> Running app",
 	} {
 		if got := Normalise(in); got != want {
 			t.Errorf("Normalise(%q) = %q, want %q", in, got, want)
