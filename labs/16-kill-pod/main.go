@@ -33,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -177,7 +178,7 @@ func run(ctx context.Context, o options, w *labenv.Printer) (*report, error) {
 		return nil, err
 	}
 	rep.SandboxAfter = st.State
-	rep.NetnsGoneAfter = before != "" && !exists(before)
+	rep.NetnsGoneAfter = before != "" && netnsGone(before)
 	worker.terminated = true
 	out.Printf("   SyncTerminatingPod is done: the pod worker marks the pod terminated")
 
@@ -232,7 +233,7 @@ func showSandbox(ctx context.Context, c *cri.Client, id, before string, out *lab
 	netns = netnsPath(resp.GetInfo())
 	line := fmt.Sprintf("   sandbox %.13s %s, pod IP %q", id, strings.TrimPrefix(st.State.String(), "SANDBOX_"), st.GetNetwork().GetIp())
 	switch {
-	case before != "" && !exists(before):
+	case before != "" && netnsGone(before):
 		line += fmt.Sprintf(", network namespace %s is gone: StopPodSandbox tore the network down (CNI DEL)", before)
 	case netns != "":
 		line += fmt.Sprintf(", network namespace %s", netns)
@@ -265,6 +266,18 @@ func netnsPath(info map[string]string) string {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// netnsGone tells whether a pod's network namespace file is gone. The file
+// is a bind mount of the namespace, in containerd's 0700 state folder: the
+// learner cannot stat it, but anyone can read the mount table, and
+// StopPodSandbox's teardown unmounts it before removing the file.
+func netnsGone(path string) bool {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+	return err == nil && len(mounts) == 0
 }
 
 // showRuntime prints what the runtime still has of the pod, as
