@@ -11,6 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // PodIPs is what a container's environment may refer to besides the pod
@@ -149,7 +151,7 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 	if err := m.cri.Runtime.StartContainer(cctx, id); err != nil {
 		return id, fmt.Errorf("StartContainer %s: %w", c.Name, err)
 	}
-	m.log("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, short(id))
+	m.log("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
 	return id, nil
 }
 

@@ -15,6 +15,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubetypes "k8s.io/kubelet/pkg/types"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // DefaultGCPolicy is the kubelet's default container GC policy
@@ -205,7 +207,7 @@ func (g *gc) removeOldest(ctx context.Context, cs []deadContainer, n int) []dead
 		if c.unknown {
 			id := kubecontainer.ContainerID{Type: "cri", ID: c.id}
 			if err := g.m.killContainer(ctx, nil, id, c.name, ReasonUnknown, nil, nil); err != nil {
-				g.fail(fmt.Errorf("stop container %s (state unknown) before removing it: %w", short(c.id), err))
+				g.fail(fmt.Errorf("stop container %s (state unknown) before removing it: %w", cri.ShortID(c.id), err))
 				continue
 			}
 		}
@@ -227,21 +229,21 @@ func (m *Manager) removeContainer(ctx context.Context, id string) error {
 	case isNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("ContainerStatus %s: %w", short(id), err)
+		return fmt.Errorf("ContainerStatus %s: %w", cri.ShortID(id), err)
 	}
 	if p := st.GetLogPath(); p != "" {
 		// the log and its rotations (logManager.Clean)
 		rotated, _ := filepath.Glob(p + ".*")
 		for _, f := range append(rotated, p) {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove log of container %s: %w", short(id), err)
+				return fmt.Errorf("remove log of container %s: %w", cri.ShortID(id), err)
 			}
 		}
 	}
 	if err := m.cri.Runtime.RemoveContainer(m.cri.Context(ctx), id); err != nil && !isNotFound(err) {
-		return fmt.Errorf("RemoveContainer %s: %w", short(id), err)
+		return fmt.Errorf("RemoveContainer %s: %w", cri.ShortID(id), err)
 	}
-	m.log("CRI RemoveContainer %s/%s %s (and its log)", st.GetLabels()[kubetypes.KubernetesPodNameLabel], st.GetMetadata().GetName(), short(id))
+	m.log("CRI RemoveContainer %s/%s %s (and its log)", st.GetLabels()[kubetypes.KubernetesPodNameLabel], st.GetMetadata().GetName(), cri.ShortID(id))
 	return nil
 }
 
@@ -280,14 +282,14 @@ func (g *gc) evictSandboxes(ctx context.Context) {
 			}
 			// StopPodSandbox first, in case nobody did (:176-182).
 			if err := g.m.cri.Runtime.StopPodSandbox(cctx, s.Id); err != nil && !isNotFound(err) {
-				g.fail(fmt.Errorf("StopPodSandbox %s before removing it: %w", short(s.Id), err))
+				g.fail(fmt.Errorf("StopPodSandbox %s before removing it: %w", cri.ShortID(s.Id), err))
 				continue
 			}
 			if err := g.m.cri.Runtime.RemovePodSandbox(cctx, s.Id); err != nil && !isNotFound(err) {
-				g.fail(fmt.Errorf("RemovePodSandbox %s: %w", short(s.Id), err))
+				g.fail(fmt.Errorf("RemovePodSandbox %s: %w", cri.ShortID(s.Id), err))
 				continue
 			}
-			g.m.log("CRI RemovePodSandbox %s/%s %s", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), short(s.Id))
+			g.m.log("CRI RemovePodSandbox %s/%s %s", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), cri.ShortID(s.Id))
 			g.res.Sandboxes = append(g.res.Sandboxes, s.Id)
 		}
 	}

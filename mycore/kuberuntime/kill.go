@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // MinimumGracePeriodSeconds is minimumGracePeriodInSeconds
@@ -103,7 +105,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 	var spec *v1.Container
 	if pod != nil {
 		if spec = kubecontainer.GetContainerSpec(pod, name); spec == nil {
-			return fmt.Errorf("no container %q in the spec of pod %s/%s (id %s)", name, pod.Namespace, pod.Name, short(id.ID))
+			return fmt.Errorf("no container %q in the spec of pod %s/%s (id %s)", name, pod.Namespace, pod.Name, cri.ShortID(id.ID))
 		}
 	} else {
 		var err error
@@ -111,7 +113,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 		if isNotFound(err) {
 			// Upstream fails the kill here; a container that is gone is
 			// stopped, as NotFound from StopContainer below says too.
-			m.log("  %s %s is already gone (NotFound counts as stopped)", name, short(id.ID))
+			m.log("  %s %s is already gone (NotFound counts as stopped)", name, cri.ShortID(id.ID))
 			return nil
 		}
 		if err != nil {
@@ -138,12 +140,12 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 		steps += fmt.Sprintf(", raised to the %ds minimum", MinimumGracePeriodSeconds)
 	}
 
-	m.log("CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, short(id.ID), grace, steps)
+	m.log("CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps)
 	start := time.Now()
 	err := m.cri.Runtime.StopContainer(m.cri.Context(ctx), id.ID, grace)
 	switch {
 	case isNotFound(err):
-		m.log("  %s/%s %s is already gone (NotFound counts as stopped)", pod.Name, name, short(id.ID))
+		m.log("  %s/%s %s is already gone (NotFound counts as stopped)", pod.Name, name, cri.ShortID(id.ID))
 	case err != nil:
 		return fmt.Errorf("StopContainer %s (grace %ds): %w", name, grace, err)
 	default:
@@ -191,10 +193,10 @@ func (m *Manager) KillPodWithSyncResult(ctx context.Context, pod *v1.Pod, runnin
 	for _, sb := range runningPod.Sandboxes {
 		err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), sb.ID.ID)
 		if err != nil && !isNotFound(err) {
-			sandboxResult.Fail(kubecontainer.ErrKillPodSandbox, fmt.Sprintf("StopPodSandbox %s: %v", short(sb.ID.ID), err))
+			sandboxResult.Fail(kubecontainer.ErrKillPodSandbox, fmt.Sprintf("StopPodSandbox %s: %v", cri.ShortID(sb.ID.ID), err))
 			continue
 		}
-		m.log("CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, short(sb.ID.ID))
+		m.log("CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(sb.ID.ID))
 	}
 	return result
 }

@@ -32,7 +32,7 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.
 	budget := time.Duration(grace) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	m.log("preStop hook of %s/%s %s: running, at most %ds", pod.Name, c.Name, short(id.ID), grace)
+	m.log("preStop hook of %s/%s %s: running, at most %ds", pod.Name, c.Name, cri.ShortID(id.ID), grace)
 	start := time.Now()
 	h := c.Lifecycle.PreStop
 	var err error

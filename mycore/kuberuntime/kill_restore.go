@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubetypes "k8s.io/kubelet/pkg/types"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // restoreSpecs is restoreSpecsFromContainerLabels
@@ -21,7 +23,7 @@ import (
 func (m *Manager) restoreSpecs(ctx context.Context, id string) (*v1.Pod, *v1.Container, error) {
 	s, err := m.cri.ContainerStatus(ctx, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ContainerStatus %s (to read back its pod's grace period): %w", short(id), err)
+		return nil, nil, fmt.Errorf("ContainerStatus %s (to read back its pod's grace period): %w", cri.ShortID(id), err)
 	}
 	l, a := s.GetLabels(), s.GetAnnotations()
 	pod := &v1.Pod{
@@ -40,7 +42,7 @@ func (m *Manager) restoreSpecs(ctx context.Context, id string) (*v1.Pod, *v1.Con
 		if err := json.Unmarshal([]byte(raw), h); err == nil {
 			c.Lifecycle = &v1.Lifecycle{PreStop: h}
 		} else {
-			m.log("  container %s: unreadable preStop annotation, killing without the hook: %v", short(id), err)
+			m.log("  container %s: unreadable preStop annotation, killing without the hook: %v", cri.ShortID(id), err)
 		}
 	}
 	return pod, c, nil

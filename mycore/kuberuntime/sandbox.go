@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // SandboxConfig is generatePodSandboxConfig (kuberuntime_sandbox.go:78)
@@ -99,9 +101,6 @@ func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err != nil {
 		return "", fmt.Errorf("RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	m.log("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, short(id))
+	m.log("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(id))
 	return id, nil
 }
-
-// short is the 13 characters crictl shows of an ID.
-func short(id string) string { return id[:min(13, len(id))] }

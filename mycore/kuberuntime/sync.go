@@ -11,6 +11,8 @@ import (
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+
+	"kubelet-labs/mycore/cri"
 )
 
 // SyncPod makes the runtime match the pod, the runtime manager's SyncPod
@@ -79,7 +81,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		sandboxID = id
 		st, err := m.cri.PodStatus(ctx, id)
 		if err != nil {
-			result.Fail(fmt.Errorf("PodSandboxStatus %s: %w", short(id), err))
+			result.Fail(fmt.Errorf("PodSandboxStatus %s: %w", cri.ShortID(id), err))
 			return result
 		}
 		if !kubecontainer.IsHostNetworkPod(pod) {
@@ -189,10 +191,10 @@ func (m *Manager) pruneInitContainersBeforeStart(ctx context.Context, pod *v1.Po
 
 func (m *Manager) removeInitContainer(ctx context.Context, pod *v1.Pod, s *kubecontainer.Status) {
 	if err := m.cri.Runtime.RemoveContainer(m.cri.Context(ctx), s.ID.ID); err != nil && !isNotFound(err) {
-		m.log("  remove init container %s/%s %s: %v (the garbage collector will retry)", pod.Name, s.Name, short(s.ID.ID), err)
+		m.log("  remove init container %s/%s %s: %v (the garbage collector will retry)", pod.Name, s.Name, cri.ShortID(s.ID.ID), err)
 		return
 	}
-	m.log("CRI RemoveContainer %s/%s %s (an old init container)", pod.Name, s.Name, short(s.ID.ID))
+	m.log("CRI RemoveContainer %s/%s %s (an old init container)", pod.Name, s.Name, cri.ShortID(s.ID.ID))
 }
 
 // runtimeName is the runtime's name as the pod cache's container IDs

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
@@ -275,8 +274,3 @@ func (k *Kubelet) Healthy() error {
 	}
 	return nil
 }
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// short is the 13 characters crictl shows of an ID.
-func short(id string) string { return id[:min(13, len(id))] }

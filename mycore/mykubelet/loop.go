@@ -7,11 +7,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
 )
@@ -39,7 +41,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 			apiSeen = true
 			k.sourcesReady = apiSeen && filesSeen
 			for _, p := range u.Pods {
-				k.log("config  %-9s %s", podconfig.OpName(u.Op), podName(p))
+				k.log("config  %-9s %s", podconfig.OpName(u.Op), klog.KObj(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.log("config  %v", err)
@@ -52,7 +54,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 			filesSeen = true
 			k.sourcesReady = apiSeen && filesSeen
 			for _, p := range u.Pods {
-				k.log("config  %-9s %s (static pod, from a file)", podconfig.OpName(u.Op), podName(p))
+				k.log("config  %-9s %s (static pod, from a file)", podconfig.OpName(u.Op), klog.KObj(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.log("config  %v", err)
@@ -99,7 +101,7 @@ func (k *Kubelet) handlePLEGEvent(ctx context.Context, e *pleg.PodLifecycleEvent
 	pod, known := k.pods.GetPodByUID(e.ID)
 	name := string(e.ID)
 	if known {
-		name = podName(pod)
+		name = klog.KObj(pod).String()
 	}
 	k.log("PLEG    %s %s %v", e.Type, name, shortData(e.Data))
 	if known && e.Type != pleg.ContainerRemoved {
@@ -119,7 +121,7 @@ func (k *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, pr
 	if u.Result == proberesults.Unknown {
 		result = "Unknown"
 	}
-	k.log("probe   %s %s %s is %s: %ssync the pod", probe, podName(pod), short(u.ContainerID.ID), result, did)
+	k.log("probe   %s %s %s is %s: %ssync the pod", probe, klog.KObj(pod), cri.ShortID(u.ContainerID.ID), result, did)
 	k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
@@ -134,7 +136,7 @@ func (k *Kubelet) knownPods() map[types.UID]bool {
 
 func shortData(d any) string {
 	if s, ok := d.(string); ok {
-		return short(s)
+		return cri.ShortID(s)
 	}
 	return fmt.Sprint(d)
 }

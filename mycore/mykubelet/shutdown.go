@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -56,7 +57,7 @@ func (k *Kubelet) shutdown(ctx context.Context) {
 			select {
 			case <-done:
 			case <-time.After(wait):
-				k.log("shutdown %s not stopped after %s: the runtime did not kill it in time", podName(pod), wait)
+				k.log("shutdown %s not stopped after %s: the runtime did not kill it in time", klog.KObj(pod), wait)
 			case <-ctx.Done():
 			}
 		})

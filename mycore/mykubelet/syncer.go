@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
@@ -31,10 +32,10 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	api := k.generateStatus(pod, podStatus, false)
 	k.status.SetPodStatus(pod, api)
 	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
-		k.log("sync    SyncPod(%s) %s: phase %s → terminal", updateType, podName(pod), api.Phase)
+		k.log("sync    SyncPod(%s) %s: phase %s → terminal", updateType, klog.KObj(pod), api.Phase)
 		return true, nil, nil
 	}
-	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, podName(pod), api.Phase, describe(podStatus))
+	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, klog.KObj(pod), api.Phase, describe(podStatus))
 	// A static pod needs its mirror pod, matching (kubelet.go:2185-2186).
 	k.reconcileMirrorPod(ctx, pod, mirrorPod)
 	// Every probe of the pod gets its worker (kubelet.go:2214); AddPod
@@ -61,7 +62,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 		// A crash-loop back-off is an error carrying its expiry
 		// (kubecontainer.BackoffError): the workers retry exactly then
 		// (pod_workers.go:1539), or earlier if the PLEG reports a change.
-		k.log("sync    %s: %v", podName(pod), err)
+		k.log("sync    %s: %v", klog.KObj(pod), err)
 	}
 	// Something was started or stopped: relist this pod now rather than at
 	// the next periodic relist, so its status catches up in milliseconds,
@@ -88,7 +89,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if gracePeriod != nil {
 		grace = fmt.Sprintf("%ds", *gracePeriod)
 	}
-	k.log("sync    SyncTerminatingPod %s: stop it, grace %s", podName(pod), grace)
+	k.log("sync    SyncTerminatingPod %s: stop it, grace %s", klog.KObj(pod), grace)
 	// No probe may restart a container that is being stopped (:2323).
 	k.probes.StopLivenessAndStartup(pod)
 	running := kubecontainer.ConvertPodStatusToRunningPod(k.runtime.Type(), podStatus)
@@ -130,7 +131,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	k := s.k
 	k.status.SetPodStatus(pod, k.generateStatus(pod, podStatus, true))
 	k.status.TerminatePod(pod)
-	k.log("sync    SyncTerminatedPod %s: final status posted", podName(pod))
+	k.log("sync    SyncTerminatedPod %s: final status posted", klog.KObj(pod))
 	return nil
 }
 

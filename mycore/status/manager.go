@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
@@ -207,10 +208,10 @@ func (m *Manager) containerChange(podUID types.UID, id kubecontainer.ContainerID
 	case pod == nil:
 		return nil, old, false // deleted: nothing to update
 	case !found:
-		m.logf("status  %s of %s changed before the pod's first status: ignored", what, podName(pod))
+		m.logf("status  %s of %s changed before the pod's first status: ignored", what, klog.KObj(pod))
 		return nil, old, false
 	case findContainerStatus(&old.status, id.String()) == nil:
-		m.logf("status  %s changed for unknown container %s of %s: ignored", what, id, podName(pod))
+		m.logf("status  %s changed for unknown container %s of %s: ignored", what, id, klog.KObj(pod))
 		return nil, old, false
 	}
 	return pod, old, true
@@ -303,13 +304,13 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 		old = mirror.Status
 	}
 	if err := checkContainerStateTransition(&old, &status, &pod.Spec); err != nil {
-		m.logf("status  %s: not updated: %v", podName(pod), err)
+		m.logf("status  %s: not updated: %v", klog.KObj(pod), err)
 		return false
 	}
 	// Upstream leaves this to generateAPIPodStatus (kubelet_pods.go:1942-
 	// 1950); a status set by hand must not revive a finished pod either.
 	if podutil.IsPodPhaseTerminal(old.Phase) && status.Phase != old.Phase {
-		m.logf("status  %s: not updated: phase %s is terminal, %s refused", podName(pod), old.Phase, status.Phase)
+		m.logf("status  %s: not updated: phase %s is terminal, %s refused", klog.KObj(pod), old.Phase, status.Phase)
 		return false
 	}
 	// A condition keeps its transition time while its status stays the
@@ -370,8 +371,6 @@ func (m *Manager) deleteStatus(uid types.UID) {
 	defer m.mu.Unlock()
 	delete(m.statuses, uid)
 }
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // Describe is a one-line summary of a status: phase, then each container's
 // state, e.g. "Running [main running ready]" or "Failed [main exited 3 Error]".

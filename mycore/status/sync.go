@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -82,7 +83,7 @@ func (m *Manager) Sync(ctx context.Context, all bool) int {
 // object in the apiserver should have: uid, or for a static pod its mirror
 // pod's. Call with syncMu held.
 func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st versioned) {
-	name := podName(st.pod)
+	name := klog.KObj(st.pod).String()
 	if statusUID != uid {
 		name += " (mirror pod of the static pod)"
 	}

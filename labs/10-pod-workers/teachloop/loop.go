@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
@@ -73,7 +74,7 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 				return
 			}
 			for _, p := range u.Pods {
-				l.o.Log("%-9s %s → %s", podconfig.OpName(u.Op), podName(p), handlerFor(u.Op))
+				l.o.Log("%-9s %s → %s", podconfig.OpName(u.Op), klog.KObj(p), handlerFor(u.Op))
 			}
 			if err := podconfig.Dispatch(ctx, u, l); err != nil {
 				l.o.Log("%v", err)
@@ -87,7 +88,7 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 			pod, known := l.o.Pods.GetPodByUID(e.ID)
 			name := string(e.ID)
 			if known {
-				name = podName(pod)
+				name = klog.KObj(pod).String()
 			}
 			l.o.Log("PLEG      %s %s %v", e.Type, name, short(fmt.Sprint(e.Data)))
 			if known && e.Type != pleg.ContainerRemoved {
@@ -180,9 +181,9 @@ func (l *Loop) deleteIfFinished(ctx context.Context, p *v1.Pod) {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Conflict: the UID precondition failed, another pod has the name now.
 		l.deleting[p.UID] = true
-		l.o.Log("apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", podName(p))
+		l.o.Log("apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", klog.KObj(p))
 	default:
-		l.o.Log("apiserver %s: final delete failed, retried at housekeeping: %v", podName(p), err)
+		l.o.Log("apiserver %s: final delete failed, retried at housekeeping: %v", klog.KObj(p), err)
 	}
 }
 
@@ -194,8 +195,6 @@ func summary(known map[types.UID]kubelet.PodWorkerSync) string {
 	}
 	return fmt.Sprintf("workers: %d sync, %d terminating, %d terminated", n[kubelet.SyncPod], n[kubelet.TerminatingPod], n[kubelet.TerminatedPod])
 }
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // short is the 13 characters crictl shows of an ID.
 func short(id string) string {

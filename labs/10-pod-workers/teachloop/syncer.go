@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -44,7 +45,7 @@ func (s *Syncer) printf(format string, args ...any) {
 // the PLEG last recorded in the pod cache, newer than this worker's
 // previous sync: that is why it can be trusted to say "no sandbox yet".
 func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, _ *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error) {
-	name := podName(pod)
+	name := klog.KObj(pod).String()
 	// The kubelet computes the pod's phase from the container statuses and
 	// stops syncing once it is Succeeded or Failed (kubelet.go:2087-2090).
 	if terminal, why := isTerminal(pod, podStatus); terminal {
@@ -144,7 +145,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 			running = append(running, c)
 		}
 	}
-	s.printf("syncer    SyncTerminatingPod %s: stop %d running container(s) with grace %ds (from %s)", podName(pod), len(running), grace, from)
+	s.printf("syncer    SyncTerminatingPod %s: stop %d running container(s) with grace %ds (from %s)", klog.KObj(pod), len(running), grace, from)
 	var wg sync.WaitGroup
 	errs := make([]error, len(running))
 	for i, c := range running {
@@ -160,7 +161,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		s.printf("syncer    SyncTerminatingPod %s cancelled: a newer update (a shorter grace period) is waiting", podName(pod))
+		s.printf("syncer    SyncTerminatingPod %s cancelled: a newer update (a shorter grace period) is waiting", klog.KObj(pod))
 		return err
 	}
 	for _, err := range errs {
@@ -202,7 +203,7 @@ func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontaine
 // (kuberuntime_gc.go) and the pod container deletor. We remove them here
 // so the end of the pod is visible in the runtime too.
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
-	s.printf("syncer    SyncTerminatedPod %s: remove %d container(s) and %d sandbox(es)", podName(pod), len(podStatus.ContainerStatuses), len(podStatus.SandboxStatuses))
+	s.printf("syncer    SyncTerminatedPod %s: remove %d container(s) and %d sandbox(es)", klog.KObj(pod), len(podStatus.ContainerStatuses), len(podStatus.SandboxStatuses))
 	for _, c := range podStatus.ContainerStatuses {
 		if err := s.CRI.RemoveContainer(ctx, c.ID.ID); err != nil {
 			return err

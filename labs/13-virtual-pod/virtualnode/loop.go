@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -42,7 +43,7 @@ func (k *Loop) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, hous
 				return
 			}
 			for _, p := range u.Pods {
-				k.Log("config  %-9s %s", podconfig.OpName(u.Op), podName(p))
+				k.Log("config  %-9s %s", podconfig.OpName(u.Op), klog.KObj(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.Log("config  %v", err)
@@ -79,7 +80,7 @@ func (k *Loop) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	for _, p := range pods {
 		if !k.Workers.IsPodTerminationRequested(p.UID) && !podutil.IsPodPhaseTerminal(p.Status.Phase) {
 			if reason, message, ok := admit(p); !ok {
-				k.Log("admit   %s rejected: %s: %s", podName(p), reason, message)
+				k.Log("admit   %s rejected: %s: %s", klog.KObj(p), reason, message)
 				k.Status.SetPodStatus(p, v1.PodStatus{QOSClass: v1qos.GetPodQOS(p), Phase: v1.PodFailed,
 					Reason: reason, Message: "Pod was rejected: " + message})
 				continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -43,10 +44,10 @@ func (s *Syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	st := s.generate(pod, rs, false)
 	s.Status.SetPodStatus(pod, st)
 	if podutil.IsPodPhaseTerminal(st.Phase) {
-		s.Log("sync    SyncPod(%s) %s: %s → terminal", updateType, podName(pod), status.Describe(st))
+		s.Log("sync    SyncPod(%s) %s: %s → terminal", updateType, klog.KObj(pod), status.Describe(st))
 		return true, nil, nil
 	}
-	s.Log("sync    SyncPod(%s) %s: %s", updateType, podName(pod), status.Describe(st))
+	s.Log("sync    SyncPod(%s) %s: %s", updateType, klog.KObj(pod), status.Describe(st))
 	// Start what never ran here. A container the last status shows as
 	// running that this runtime does not know (the lab was restarted
 	// while it ran) never gets here: Generate reports it ended, exit 137,
@@ -79,7 +80,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *kubeco
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
 		grace = *pod.Spec.TerminationGracePeriodSeconds
 	}
-	s.Log("sync    SyncTerminatingPod %s: cancel its running work (grace %ds)", podName(pod), grace)
+	s.Log("sync    SyncTerminatingPod %s: cancel its running work (grace %ds)", klog.KObj(pod), grace)
 	if err := s.Runtime.StopPod(ctx, pod.UID, grace); err != nil {
 		return err
 	}
@@ -108,8 +109,6 @@ func (s *Syncer) SyncTerminatedPod(_ context.Context, pod *v1.Pod, _ *kubecontai
 	st := s.generate(pod, s.Runtime.Status(pod.UID), true)
 	s.Status.SetPodStatus(pod, st)
 	s.Status.TerminatePod(pod)
-	s.Log("sync    SyncTerminatedPod %s: %s, final status handed to the status manager", podName(pod), status.Describe(st))
+	s.Log("sync    SyncTerminatedPod %s: %s, final status handed to the status manager", klog.KObj(pod), status.Describe(st))
 	return nil
 }
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
