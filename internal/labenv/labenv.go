@@ -10,16 +10,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/bootstrap"
 )
 
 // Kubeconfig returns where a lab finds its cluster: $KUBECONFIG if set —
@@ -136,8 +135,8 @@ func WriteFlat(path, out string) error {
 // "../x" must not climb out of it, and "Bad_Name" would make the kubelet
 // register a name nobody waits for.
 func CheckNodeName(name string) error {
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("--node-name %q is not a valid Node name: %s", name, strings.Join(errs, "; "))
+	if err := bootstrap.ValidateNodeName(name); err != nil {
+		return fmt.Errorf("--node-name %w", err)
 	}
 	return nil
 }

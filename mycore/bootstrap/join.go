@@ -63,7 +63,7 @@ type JoinResult struct {
 // nodes/.
 func ValidateNodeName(name string) error {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("node name %q is not valid: %s", name, strings.Join(errs, "; "))
+		return fmt.Errorf("%q is not a valid Node name: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -3,13 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -88,8 +86,8 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 	if o.Admin == nil {
 		return nil, fmt.Errorf("join: no admin kubeconfig")
 	}
-	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
-		return nil, fmt.Errorf("node name %q is not valid: %s", o.Name, strings.Join(errs, "; "))
+	if err := bootstrap.ValidateNodeName(o.Name); err != nil {
+		return nil, fmt.Errorf("join: %w", err)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Minute
