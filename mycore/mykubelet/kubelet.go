@@ -96,6 +96,11 @@ type Options struct {
 
 // Kubelet is one running node. Build it with New, run it with Run.
 type Kubelet struct {
+	// The config handlers (HandlePodAdditions ... HandlePodSyncs) are
+	// podworkers.Handlers': each update into the pod manager, then to the
+	// pod's worker. Admission is left out: every pod is admitted.
+	podworkers.Handlers
+
 	o        Options
 	log      func(format string, args ...any)
 	pods     kubepod.Manager
@@ -184,6 +189,7 @@ func New(o Options) (*Kubelet, error) {
 		return nil, err
 	}
 	k.workers = w
+	k.Handlers = podworkers.Handlers{Pods: k.pods, Workers: w}
 	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log, Mirrors: k.pods})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -139,67 +138,6 @@ func shortData(d any) string {
 		return cri.ShortID(s)
 	}
 	return fmt.Sprint(d)
-}
-
-// HandlePodAdditions: into the pod manager, then a create for the worker
-// (kubelet.go:2832-2908; admission is left out: every pod is admitted).
-func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
-	podconfig.ManagerHandler{Pods: k.pods}.HandlePodAdditions(ctx, pods)
-	for _, p := range pods {
-		k.update(p, kubetypes.SyncPodCreate)
-	}
-}
-
-// HandlePodUpdates: a changed pod, or a graceful delete (DELETE is handled
-// as an UPDATE): the worker sees the deletionTimestamp (:2912-2971).
-func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
-	podconfig.ManagerHandler{Pods: k.pods}.HandlePodUpdates(ctx, pods)
-	for _, p := range pods {
-		k.update(p, kubetypes.SyncPodUpdate)
-	}
-}
-
-// HandlePodRemoves: the pod is gone from the apiserver; kill it if it
-// still runs (:3059-3092, deletePod :2569-2585).
-func (k *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
-	podconfig.ManagerHandler{Pods: k.pods}.HandlePodRemoves(ctx, pods)
-	for _, p := range pods {
-		if pod, mirror, wasMirror := k.pods.GetPodAndMirrorPod(p); wasMirror {
-			if pod != nil { // the mirror pod went; its static pod stays
-				k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: pod, MirrorPod: mirror, UpdateType: kubetypes.SyncPodUpdate})
-			}
-			continue
-		}
-		k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodKill})
-	}
-}
-
-// HandlePodReconcile: only the status changed in the apiserver. The
-// kubelet syncs the pod only if its Ready condition needs fixing
-// (:3097-3184); the status manager's next pass corrects anything else.
-func (k *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
-	podconfig.ManagerHandler{Pods: k.pods}.HandlePodReconcile(ctx, pods)
-}
-
-// HandlePodSyncs: a PLEG event or a probe result for a known pod
-// (:3188-3211).
-func (k *Kubelet) HandlePodSyncs(_ context.Context, pods []*v1.Pod) {
-	for _, p := range pods {
-		k.update(p, kubetypes.SyncPodSync)
-	}
-}
-
-// update hands a pod to its worker with its mirror pod, if any; a mirror
-// pod stands for its static pod.
-func (k *Kubelet) update(p *v1.Pod, t kubetypes.SyncPodType) {
-	pod, mirror, wasMirror := k.pods.GetPodAndMirrorPod(p)
-	if wasMirror {
-		if pod == nil {
-			return // a mirror pod without its static pod
-		}
-		t = kubetypes.SyncPodUpdate
-	}
-	k.workers.UpdatePod(kubeletpkg.UpdatePodOptions{Pod: pod, MirrorPod: mirror, UpdateType: t})
 }
 
 // onWorkerEvent logs each step of each worker and tells the loop when a
