@@ -47,10 +47,18 @@ const Shown = "/path/to/kubelet-labs"
 // `sudo scripts/containerd-up.sh`, which the runner cannot type).
 func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
 	tb.Helper()
+	for _, d := range sweepStaleSessions(os.TempDir()) {
+		tb.Logf("removed %s and ended what ran in it: a README run that died left it", d)
+	}
 	dir, err := os.MkdirTemp("", "readme-")
 	if err != nil {
 		tb.Fatal(err)
 	}
+	lock, err := lockSession(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { lock.Close() })
 	s := &Session{Dir: filepath.Join(dir, "kubelet-labs"), Timeout: 15 * time.Minute, RealPath: root, envFile: filepath.Join(dir, "env")}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	if err := copyCheckout(root, s.Dir); err != nil {
