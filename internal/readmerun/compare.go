@@ -23,6 +23,8 @@ var normalisers = []struct {
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(ns|µs|us|ms|s|m|h))+\b`), "<dur>"},
 	{regexp.MustCompile(`\d+(\.\d+)?`), "<n>"},
 	{regexp.MustCompile(`\s+`), " "},
+	// a right-aligned number in brackets ("[%5.2fs]"): " 9.87s" and "10.02s"
+	{regexp.MustCompile(`\[ `), "["},
 }
 
 // alnumRun is a run of letters and digits: a candidate ID (container,
