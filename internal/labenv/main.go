@@ -35,7 +35,7 @@ type Lab struct {
 	// Check, if set, validates the flags once parsed, before anything
 	// starts: its error is a usage error (exit 2), like an unknown flag.
 	Check func() error
-	// Run is the lab. ctx ends at the first Ctrl-C or SIGTERM (a second
+	// Run is the lab. ctx ends at the first Ctrl-C, SIGTERM or SIGHUP (a second
 	// one kills the program at once). Its error is printed as one line and
 	// exits 1; an ExitCode error exits with its code.
 	Run func(ctx context.Context, out *Printer) error
@@ -93,7 +93,14 @@ func Exec(lab Lab, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	stops := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	// A closed terminal sends SIGHUP: clean up as for Ctrl-C (lab 00 would
+	// otherwise leave its state folder locked). Under nohup it is ignored,
+	// and stays so: the learner asked for the lab to outlive the terminal.
+	if !signal.Ignored(syscall.SIGHUP) {
+		stops = append(stops, syscall.SIGHUP)
+	}
+	signal.Notify(signals, stops...)
 	go func() {
 		if _, ok := <-signals; !ok {
 			return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,23 +53,26 @@ func TestExecExitCodes(t *testing.T) {
 	}
 }
 
-// SIGTERM (what `kill` and a test harness send) ends the lab's context as
-// Ctrl-C does, and the lab exits 0 after cleaning up.
-func TestExecSIGTERMCancels(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := Exec(Lab{Name: "99-test", Run: func(ctx context.Context, out *Printer) error {
-		if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-			return err
+// SIGTERM (what `kill` and a test harness send) and SIGHUP (a closed
+// terminal) end the lab's context as Ctrl-C does, and the lab exits 0
+// after cleaning up.
+func TestExecStopSignalsCancel(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		var stdout, stderr bytes.Buffer
+		code := Exec(Lab{Name: "99-test", Run: func(ctx context.Context, out *Printer) error {
+			if err := syscall.Kill(syscall.Getpid(), sig); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				out.Printf("stopped")
+				return nil
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("%v did not end the context", sig)
+			}
+		}}, nil, &stdout, &stderr)
+		if code != 0 || stdout.String() != "stopped\n" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", sig, code, stdout.String(), stderr.String())
 		}
-		select {
-		case <-ctx.Done():
-			out.Printf("stopped")
-			return nil
-		case <-time.After(10 * time.Second):
-			return errors.New("SIGTERM did not end the context")
-		}
-	}}, nil, &stdout, &stderr)
-	if code != 0 || stdout.String() != "stopped\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
