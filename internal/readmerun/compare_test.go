@@ -95,3 +95,25 @@ func TestSameBlocks(t *testing.T) {
 		t.Error("a different command accepted")
 	}
 }
+
+func TestBlockAfter(t *testing.T) {
+	md := []byte(strings.Join([]string{
+		"# lab", "",
+		"<!-- run -->", "```sh", "echo first", "```",
+		"## By hand", "",
+		"```text", "not a command", "```",
+		"<!-- run: exit=1 -->", "```sh", "echo by hand", "```",
+		"## Later", "",
+		"<!-- run -->", "```sh", "echo later", "```",
+	}, "\n"))
+	b, err := blockAfter(md, "## By hand")
+	if err != nil || b.Script != "echo by hand\n" || b.Exit != 1 {
+		t.Errorf("after ## By hand: %+v, %v; want the exit=1 block", b, err)
+	}
+	if _, err := blockAfter(md, "## By han"); err == nil {
+		t.Error("a heading that is only part of a line was found")
+	}
+	if _, err := blockAfter(append(md, "\n## Last\n\nno block\n"...), "## Last"); err == nil {
+		t.Error("a block was found after the last heading, which has none")
+	}
+}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -112,6 +113,20 @@ next:
 		return s.at, true
 	}
 	return time.Time{}, false
+}
+
+// WaitLine waits until the lab has printed a line that contains every one
+// of parts (what a learner looks for in the terminal), and returns when
+// that line was written. The lab's whole output is logged when the test
+// fails (StartLab), so the message names only the line.
+func (l *Lines) WaitLine(tb testing.TB, timeout time.Duration, parts ...string) time.Time {
+	tb.Helper()
+	var at time.Time
+	PollTrue(tb, fmt.Sprintf("a line with %q in the lab's output", parts), timeout, func() (ok bool) {
+		at, ok = l.First(time.Time{}, parts...)
+		return ok
+	})
+	return at
 }
 
 // NoLeaks checks, after every other cleanup of the test (cleanups run

@@ -16,10 +16,17 @@ import (
 // away calls this first.
 func WaitDefaultServiceAccount(tb testing.TB, c kubernetes.Interface) {
 	tb.Helper()
-	Poll(tb, "the service account default/default (made by the controller-manager)", time.Minute, func() (bool, error) {
+	WaitServiceAccount(tb, c, "default")
+}
+
+// WaitServiceAccount is WaitDefaultServiceAccount for a namespace the test
+// made: the controller-manager makes its "default" a moment after.
+func WaitServiceAccount(tb testing.TB, c kubernetes.Interface, namespace string) {
+	tb.Helper()
+	Poll(tb, "the service account "+namespace+"/default (made by the controller-manager)", time.Minute, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		_, err := c.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 }

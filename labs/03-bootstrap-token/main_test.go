@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/readmerun"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/bootstrap"
 )
@@ -245,7 +246,7 @@ func runLab(t *testing.T, env []string, args ...string) (string, int) {
 func TestByHandSection(t *testing.T) {
 	cp := testenv.ControlPlane(t)
 	root, binDir := testenv.Binaries(t)
-	script := readmeBlock(t, filepath.Join(root, "labs", "03-bootstrap-token", "README.md"), "### The same by hand")
+	script := readmerun.ScriptAfter(t, filepath.Join(root, "labs", "03-bootstrap-token", "README.md"), "### The same by hand")
 	stateDir := t.TempDir()
 	cmd := exec.Command("bash", "-u", "-c", script)
 	cmd.Dir = root
@@ -279,29 +280,4 @@ func TestByHandSection(t *testing.T) {
 			t.Errorf("lab output lacks %q:\n%s", want, lab.String())
 		}
 	}
-}
-
-// readmeBlock returns the first ```sh block after the line heading.
-func readmeBlock(t *testing.T, path, heading string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("%s has no %q", path, heading)
-	}
-	text = text[i:]
-	start := strings.Index(text, "\n```sh\n")
-	if start < 0 {
-		t.Fatalf("no sh block after %q in %s", heading, path)
-	}
-	text = text[start+len("\n```sh\n"):]
-	end := strings.Index(text, "\n```")
-	if end < 0 {
-		t.Fatalf("unterminated sh block after %q in %s", heading, path)
-	}
-	return text[:end]
 }

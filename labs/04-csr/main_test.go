@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/readmerun"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/bootstrap"
 )
@@ -325,8 +326,8 @@ func TestByHandSections(t *testing.T) {
 	}
 	lab03 := testenv.BuildLab(t, "./labs/03-bootstrap-token")
 	readme := filepath.Join(root, "labs", "04-csr", "README.md")
-	clientBlock := readmeBlock(t, readme, "## By hand, with openssl and kubectl")
-	servingBlock := readmeBlock(t, readme, "### Two signers for a node: client and serving")
+	clientBlock := readmerun.ScriptAfter(t, readme, "## By hand, with openssl and kubectl")
+	servingBlock := readmerun.ScriptAfter(t, readme, "### Two signers for a node: client and serving")
 	stateDir := t.TempDir()
 	// `go run ./labs/03-bootstrap-token` runs the lab 03 program built above.
 	goShim := `go() { if [ "$1 $2" = "run ./labs/03-bootstrap-token" ]; then shift 2; "$LAB03" "$@"; else command go "$@"; fi; }` + "\n"
@@ -374,29 +375,4 @@ func TestByHandSections(t *testing.T) {
 			t.Errorf("%s: %v %v, want mode 0600 in the state folder", f, info, err)
 		}
 	}
-}
-
-// readmeBlock returns the first ```sh block after the line heading.
-func readmeBlock(t *testing.T, path, heading string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("%s has no %q", path, heading)
-	}
-	text = text[i:]
-	start := strings.Index(text, "\n```sh\n")
-	if start < 0 {
-		t.Fatalf("no sh block after %q in %s", heading, path)
-	}
-	text = text[start+len("\n```sh\n"):]
-	end := strings.Index(text, "\n```")
-	if end < 0 {
-		t.Fatalf("unterminated sh block after %q in %s", heading, path)
-	}
-	return text[:end]
 }

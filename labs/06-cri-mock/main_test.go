@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -44,11 +43,6 @@ func shortDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.PollTrue(t, what, patient, cond)
 }
 
 // startLab runs the lab in-process until the test ends, on a socket of its
@@ -172,13 +166,13 @@ func TestCrictlAgainstTheLab(t *testing.T) {
 	want("exec -s", cc("exec", "-s", ctr, "sh", "-c", "echo hi from $HOSTNAME"), `^hi from hello\n`)
 	want("exec (streaming)", cc("exec", ctr, "cat", "/etc/resolv.conf"), `nameserver 10\.96\.0\.10`)
 	want("exec -i (stdin)", ccStdin(t, crictl, labDir, "piped through crictl\n", "exec", "-i", ctr, "cat"), `^piped through crictl\n$`)
-	eventually(t, "the first log lines", func() bool { return strings.Contains(cc("logs", ctr), "tick") })
+	testenv.PollTrue(t, "the first log lines", patient, func() bool { return strings.Contains(cc("logs", ctr), "tick") })
 	want("logs", cc("logs", ctr), `^hello from the mock runtime\ntick\n`)
 	want("stats", cc("stats", "-a"), ctr[:13]+`\s+hello\s+[0-9.]+\s+[0-9.]+MB`)
 
 	stub := strings.TrimSpace(cc("create", pod, filepath.Join(labDir, "ignore-sigterm.json"), filepath.Join(labDir, "pod.json")))
 	cc("start", stub)
-	eventually(t, "the stubborn container's first line", func() bool { return strings.Contains(cc("logs", stub), "ignoring SIGTERM") })
+	testenv.PollTrue(t, "the stubborn container's first line", patient, func() bool { return strings.Contains(cc("logs", stub), "ignoring SIGTERM") })
 	began := time.Now()
 	cc("stop", "--timeout", "2", stub)
 	if took := time.Since(began); took < 2*time.Second {
@@ -220,71 +214,46 @@ func ccStdin(t *testing.T, crictl, labDir, stdin string, args ...string) string 
 	return string(b)
 }
 
-// labProcess runs this test binary as the lab's real main.
-func labProcess(t *testing.T, stateDir string, args ...string) (*exec.Cmd, *testenv.SyncBuffer) {
+// labProcess runs this test binary as the lab's real main (TestMain),
+// stopped when the test ends if it has not exited by then.
+func labProcess(t *testing.T, stateDir string, args ...string) *testenv.Program {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "LAB06_MAIN=1", "LABS_STATE_DIR="+stateDir)
-	out := &testenv.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd, out
+	return testenv.StartProgram(t, os.Args[0], []string{"LAB06_MAIN=1", "LABS_STATE_DIR=" + stateDir}, args...)
 }
 
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
+// waitExit waits for the lab to exit on its own and returns its exit code.
+func waitExit(t *testing.T, p *testenv.Program) int {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(patient):
-		t.Fatal("lab did not exit")
-		return -1
+	if !p.WaitExit(patient) {
+		t.Fatalf("lab did not exit within %s:\n%s", patient, p.Output())
 	}
+	return p.ExitCode()
 }
 
 func TestSIGTERMStopsCleanly(t *testing.T) {
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "cri.sock")
-	cmd, out := labProcess(t, dir, "-socket", sock)
-	eventually(t, "the lab to serve", func() bool { return strings.Contains(out.String(), "CRI calls appear below") })
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	p := labProcess(t, dir, "-socket", sock)
+	p.WaitFor(t, "CRI calls appear below", patient)
+	p.Signal(syscall.SIGTERM)
+	if code := waitExit(t, p); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, p.Output())
 	}
-	if code := waitExit(t, cmd); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, out.String())
-	}
-	for _, p := range []string{sock, filepath.Join(dir, "cri-control.sock")} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s left behind", p)
+	for _, f := range []string{sock, filepath.Join(dir, "cri-control.sock")} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Fatalf("%s left behind", f)
 		}
 	}
 }
 
 func TestSocketInUseFails(t *testing.T) {
 	_, sock := startLab(t, options{})
-	cmd, out := labProcess(t, shortDir(t), "-socket", sock)
-	if code := waitExit(t, cmd); code == 0 {
-		t.Fatalf("second lab on a live socket exited 0:\n%s", out.String())
+	p := labProcess(t, shortDir(t), "-socket", sock)
+	if code := waitExit(t, p); code == 0 {
+		t.Fatalf("second lab on a live socket exited 0:\n%s", p.Output())
 	}
-	if !strings.Contains(out.String(), "in use by a live server") {
-		t.Fatalf("unclear error:\n%s", out.String())
+	if !strings.Contains(p.Output(), "in use by a live server") {
+		t.Fatalf("unclear error:\n%s", p.Output())
 	}
 }
 
@@ -298,9 +267,9 @@ func TestUnwritableFolderFails(t *testing.T) {
 		"socket folder": {dir, filepath.Join(file, "cri.sock"), "cannot create socket folder"},
 		"state folder":  {filepath.Join(file, "state"), filepath.Join(dir, "cri.sock"), "not usable"},
 	} {
-		cmd, out := labProcess(t, c.state, "-socket", c.socket)
-		if code := waitExit(t, cmd); code == 0 || !strings.Contains(out.String(), c.want) {
-			t.Errorf("%s: exit %d, output:\n%s", name, code, out.String())
+		p := labProcess(t, c.state, "-socket", c.socket)
+		if code := waitExit(t, p); code == 0 || !strings.Contains(p.Output(), c.want) {
+			t.Errorf("%s: exit %d, output:\n%s", name, code, p.Output())
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -103,9 +102,9 @@ func TestLiveEvents(t *testing.T) {
 		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 	m, out := lab.L, lab.Out
-	waitFor(t, out, `ContainerStarted\s+lab07/web nginx`)
-	waitFor(t, out, `ContainerStarted\s+lab07/web sidecar`)
-	waitFor(t, out, `ContainerStarted\s+lab07/web sandbox`)
+	out.WaitLine(t, 30*time.Second, "ContainerStarted", "lab07/web nginx")
+	out.WaitLine(t, 30*time.Second, "ContainerStarted", "lab07/web sidecar")
+	out.WaitLine(t, 30*time.Second, "ContainerStarted", "lab07/web sandbox")
 
 	ctx := context.Background()
 	c, err := cri.Dial(ctx, m.Endpoint)
@@ -128,7 +127,7 @@ func TestLiveEvents(t *testing.T) {
 	} else if b, err := exec.Command("sh", "-c", curl[1]).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", curl[1], err, b)
 	}
-	waitFor(t, out, `ContainerDied\s+lab07/web nginx`)
+	out.WaitLine(t, 30*time.Second, "ContainerDied", "lab07/web nginx")
 	st, err := c.ContainerStatus(ctx, nginx)
 	if err != nil || st.ExitCode != 137 || st.Reason != "OOMKilled" {
 		t.Errorf("nginx after the curl: %v %v", st, err)
@@ -137,7 +136,7 @@ func TestLiveEvents(t *testing.T) {
 	if err := c.RemoveContainer(ctx, nginx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, `ContainerRemoved\s+lab07/web nginx`)
+	out.WaitLine(t, 30*time.Second, "ContainerRemoved", "lab07/web nginx")
 
 	// crictl create + start with the files the guide names.
 	sb := sandboxID(t, c)
@@ -156,7 +155,7 @@ func TestLiveEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, `ContainerStarted\s+lab07/web extra\s+`+id[:13])
+	out.WaitLine(t, 30*time.Second, "ContainerStarted", "lab07/web extra", id[:13])
 	pods, err := plegruntime.New(c).GetPods(ctx, false)
 	if err != nil {
 		t.Fatal(err)
@@ -217,12 +216,6 @@ func TestWatchAnotherMock(t *testing.T) {
 	if !strings.Contains(out.String(), "a mock CRI runtime started by someone else") || !strings.Contains(out.String(), "events sent: ContainerDied(") {
 		t.Errorf("output:\n%s", out)
 	}
-}
-
-func waitFor(t *testing.T, out *testenv.Lines, pattern string) {
-	t.Helper()
-	re := regexp.MustCompile(pattern)
-	testenv.PollTrue(t, fmt.Sprintf("%q in the output:\n%s", pattern, out), 30*time.Second, func() bool { return re.MatchString(out.String()) })
 }
 
 func containerID(t *testing.T, c *cri.Client, name string) string {

@@ -61,16 +61,6 @@ func startLab(t *testing.T, name string) *lab {
 	return &lab{Lab: l, node: name, manifests: l.L, admin: admin}
 }
 
-// waitOutput waits until the lab has printed a line that contains every
-// one of parts.
-func (l *lab) waitOutput(t *testing.T, timeout time.Duration, parts ...string) {
-	t.Helper()
-	testenv.PollTrue(t, fmt.Sprintf("a line with %q in the lab's output:\n%s", parts, l.Out), timeout, func() bool {
-		_, ok := l.Out.First(time.Time{}, parts...)
-		return ok
-	})
-}
-
 // put writes a manifest the way a careful admin does: into a dot-file (the
 // file source ignores those), then renamed into place in one step.
 func (l *lab) put(t *testing.T, file, body string) {
@@ -142,7 +132,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 	if m2.UID == m1.UID || m2.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash {
 		t.Errorf("after the edit: uid %s (was %s), hash %s (was %s)", m2.UID, m1.UID, m2.Annotations[kubetypes.ConfigMirrorAnnotationKey], hash)
 	}
-	l.waitOutput(t, 30*time.Second, "the static pod now has hash")
+	l.Out.WaitLine(t, 30*time.Second, "the static pod now has hash")
 
 	// kubectl delete pod: the node makes it again.
 	if err := l.admin.CoreV1().Pods("default").Delete(ctx, mirrorName, metav1.DeleteOptions{}); err != nil {
@@ -159,9 +149,9 @@ func TestStaticPodLifecycle(t *testing.T) {
 	l.put(t, "noname.yaml", strings.Replace(manifest("x", "x"), "name: x\n", "", 1))
 	// the watch or a full read reports it first, in different words: the
 	// file and the reason are in both
-	l.waitOutput(t, 30*time.Second, "kubelet:", "noname.yaml", "invalid pod: name is needed for the pod")
+	l.Out.WaitLine(t, 30*time.Second, "kubelet:", "noname.yaml", "invalid pod: name is needed for the pod")
 	l.put(t, "broken.yaml", "this: is: not yaml\n  - [")
-	l.waitOutput(t, 30*time.Second, "kubelet:", "broken.yaml", "yaml: mapping values are not allowed")
+	l.Out.WaitLine(t, 30*time.Second, "kubelet:", "broken.yaml", "yaml: mapping values are not allowed")
 	l.put(t, "db.yaml", manifest("db", "db"))
 	l.waitMirror(t, "db-"+l.node, "created after the bad manifests", func(p *v1.Pod, err error) bool { return err == nil })
 
@@ -170,7 +160,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.waitMirror(t, mirrorName, "deleted with its file", func(p *v1.Pod, err error) bool { return apierrors.IsNotFound(err) })
-	l.waitOutput(t, 30*time.Second, "delete-orphan web-"+l.node+"_default")
+	l.Out.WaitLine(t, 30*time.Second, "delete-orphan web-"+l.node+"_default")
 }
 
 // TestMirrorVisibleLatency measures static pod file → mirror pod visible

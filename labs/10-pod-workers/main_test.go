@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
@@ -38,21 +36,6 @@ func startLab(t *testing.T, nodeName string) *testenv.Lab[*lab] {
 	o := defaults(cp.AdminKubeconfig(), nodeName)
 	return testenv.StartLab(t, func(ctx context.Context, w io.Writer, ready func(*lab)) error {
 		return run(ctx, o, labenv.NewPrinter(w), ready)
-	})
-}
-
-func waitFor(t *testing.T, out *testenv.Lines, text string) {
-	t.Helper()
-	testenv.PollTrue(t, fmt.Sprintf("the lab to print %q", text), time.Minute, func() bool { return strings.Contains(out.String(), text) })
-}
-
-// waitServiceAccount: pods in a namespace are admitted once the
-// controller-manager made its default service account.
-func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
-	t.Helper()
-	testenv.PollTrue(t, "service account "+ns+"/default", time.Minute, func() bool {
-		_, err := c.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
-		return err == nil
 	})
 }
 
@@ -103,7 +86,7 @@ func runningIn(l *lab, name string) (string, bool) {
 func TestPodLifecycles(t *testing.T) {
 	ctx := context.Background()
 	admin := testenv.AdminClient(t)
-	waitServiceAccount(t, admin, "default")
+	testenv.WaitDefaultServiceAccount(t, admin)
 	testenv.NoLeaks(t)
 	const nodeName = "t10-workers"
 	running := startLab(t, nodeName)
@@ -128,13 +111,13 @@ func TestPodLifecycles(t *testing.T) {
 	}
 	// SyncPod(create), or SyncPod(update) when the label came before the
 	// worker started: the pending create is then replaced (coalesced).
-	waitFor(t, out, "default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
+	out.WaitLine(t, time.Minute, "default/t10-oneshot: the pod cache shows no sandbox and no container → create them")
 	var id string
 	testenv.PollTrue(t, "the pod's container running in the mock", time.Minute, func() (ok bool) { id, ok = runningIn(l, "t10-oneshot"); return ok })
 	// The PLEG sees it and syncs the pod again; now the cache has it, so
 	// nothing is created twice.
-	waitFor(t, out, "PLEG      ContainerStarted default/t10-oneshot")
-	waitFor(t, out, "default/t10-oneshot: sandbox ")
+	out.WaitLine(t, time.Minute, "PLEG      ContainerStarted default/t10-oneshot")
+	out.WaitLine(t, time.Minute, "default/t10-oneshot: sandbox ")
 	testenv.PollTrue(t, "a sync after the label update", time.Minute, func() bool {
 		o := out.String()
 		i := strings.Index(o, "UPDATE    default/t10-oneshot")
@@ -150,10 +133,10 @@ func TestPodLifecycles(t *testing.T) {
 	if err := cc.SetContainerExited(ctx, id, 1, "Error"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, "PLEG      ContainerDied default/t10-oneshot")
-	waitFor(t, out, "worker    transition default/t10-oneshot sync → terminating: SyncPod reported the pod terminal")
-	waitFor(t, out, "worker    transition default/t10-oneshot terminating → terminated")
-	waitFor(t, out, "worker    finished   default/t10-oneshot")
+	out.WaitLine(t, time.Minute, "PLEG      ContainerDied default/t10-oneshot")
+	out.WaitLine(t, time.Minute, "worker    transition default/t10-oneshot sync → terminating: SyncPod reported the pod terminal")
+	out.WaitLine(t, time.Minute, "worker    transition default/t10-oneshot terminating → terminated")
+	out.WaitLine(t, time.Minute, "worker    finished   default/t10-oneshot")
 	if sb, _ := mockPod(l, "t10-oneshot"); sb != nil {
 		t.Errorf("the terminated pod's sandbox is still in the mock: %+v", sb)
 	}
@@ -179,14 +162,14 @@ func TestPodLifecycles(t *testing.T) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "t10-slowstop", metav1.DeleteOptions{GracePeriodSeconds: &three}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, "worker    transition default/t10-slowstop sync → terminating, grace 3s: deletionTimestamp set (graceful delete)")
-	waitFor(t, out, "syncer    SyncTerminatingPod default/t10-slowstop: stop 1 running container(s) with grace 3s")
-	waitFor(t, out, "worker    finished   default/t10-slowstop")
+	out.WaitLine(t, time.Minute, "worker    transition default/t10-slowstop sync → terminating, grace 3s: deletionTimestamp set (graceful delete)")
+	out.WaitLine(t, time.Minute, "syncer    SyncTerminatingPod default/t10-slowstop: stop 1 running container(s) with grace 3s")
+	out.WaitLine(t, time.Minute, "worker    finished   default/t10-slowstop")
 	testenv.PollTrue(t, "t10-slowstop gone from the apiserver", time.Minute, func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, "t10-slowstop", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	waitFor(t, out, "apiserver default/t10-slowstop: terminated and deleted")
+	out.WaitLine(t, time.Minute, "apiserver default/t10-slowstop: terminated and deleted")
 	testenv.PollTrue(t, "the slowstop worker removed", time.Minute, func() bool { _, ok := l.workers.State(slow.UID); return !ok })
 	if sb, _ := mockPod(l, "t10-slowstop"); sb != nil {
 		t.Errorf("the deleted pod's sandbox is still in the mock: %+v", sb)

@@ -61,7 +61,7 @@ func TestThousandPods(t *testing.T) {
 		_ = admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		_ = admin.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{})
 	})
-	waitServiceAccount(t, admin, ns)
+	testenv.WaitServiceAccount(t, admin, ns)
 
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // TestHousekeepingAfterARestart is a kubelet restart: the containers of a
@@ -65,11 +67,11 @@ func TestHousekeepingAfterARestart(t *testing.T) {
 
 	// The first list: only keep.
 	second <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{keep}}
-	waitFor(t, "the orphan's container stopped", func() (bool, error) {
+	testenv.PollNil(t, "the orphan's container stopped", patient, func() error {
 		if st := n.containerState(t, orphanID); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-			return false, fmt.Errorf("container %s is %s", orphanID, st.State)
+			return fmt.Errorf("container %s is %s", orphanID, st.State)
 		}
-		return true, nil
+		return nil
 	})
 	if !n.log.has("cleanup", ns+"/orphan", "runtime-only pod") {
 		t.Errorf("no log line says housekeeping killed the orphan")

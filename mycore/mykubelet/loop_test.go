@@ -7,11 +7,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // TestConfigOpsReachThePodWorkers follows one pod through the ops the sync
@@ -44,16 +45,16 @@ func TestConfigOpsReachThePodWorkers(t *testing.T) {
 	if _, err := n.admin.CoreV1().Pods(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "web's container replaced by one with the new image", func() (bool, error) {
+	testenv.PollNil(t, "web's container replaced by one with the new image", patient, func() error {
 		var err error
 		if p, err = n.getPod(ns, "web"); err != nil {
-			return false, err
+			return err
 		}
 		cs := p.Status.ContainerStatuses[0]
 		if cs.State.Running == nil || runtimeID(cs) == first || cs.RestartCount != 1 {
-			return false, fmt.Errorf("container %s running %v restartCount %d", runtimeID(cs), cs.State.Running != nil, cs.RestartCount)
+			return fmt.Errorf("container %s running %v restartCount %d", runtimeID(cs), cs.State.Running != nil, cs.RestartCount)
 		}
-		return true, nil
+		return nil
 	})
 	second := runtimeID(p.Status.ContainerStatuses[0])
 	if st := n.containerState(t, second); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.Image.GetImage() != mockBusybox2Image {
@@ -71,9 +72,9 @@ func TestConfigOpsReachThePodWorkers(t *testing.T) {
 	if err := n.admin.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "web deleted from the apiserver", func() (bool, error) {
+	testenv.PollNil(t, "web deleted from the apiserver", patient, func() error {
 		_, err := n.getPod(ns, "web")
-		return apierrors.IsNotFound(err), err
+		return notFound(err)
 	})
 	if st := n.containerState(t, second); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 {
 		t.Errorf("DELETE: the container is %s, exit code %d; want EXITED, 143 (SIGTERM)", st.State, st.ExitCode)
@@ -103,11 +104,11 @@ func TestRemoveStopsThePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	updates <- kubetypes.PodUpdate{Op: kubetypes.REMOVE, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{p}}
-	waitFor(t, "gone's container stopped", func() (bool, error) {
+	testenv.PollNil(t, "gone's container stopped", patient, func() error {
 		if st := n.containerState(t, id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-			return false, fmt.Errorf("container %s is %s", id, st.State)
+			return fmt.Errorf("container %s is %s", id, st.State)
 		}
-		return true, nil
+		return nil
 	})
 	if st := n.containerState(t, id); st.ExitCode != 143 {
 		t.Errorf("the container exited %d, want 143 (SIGTERM: stopped, not killed)", st.ExitCode)

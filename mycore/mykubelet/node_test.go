@@ -2,6 +2,7 @@ package mykubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -189,25 +191,20 @@ func startNode(t *testing.T, name string, opts Options) *testNode {
 	return n
 }
 
-// waitFor polls cond (testenv.Poll) for up to two minutes and returns how
-// long it took. cond's error says why it does not hold yet: the last one
-// is logged on a timeout.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	var last error
-	ok := false
-	defer func() {
-		if !ok && last != nil {
-			t.Logf("last reason %s did not hold: %v", what, last)
-		}
-	}()
-	took := testenv.PollTrue(t, what, 2*time.Minute, func() bool {
-		var done bool
-		done, last = cond()
-		return done
-	})
-	ok = true
-	return took
+// patient bounds every wait for the node (testenv.PollNil): a pod through
+// the mock runtime and the apiserver, on 2 shared cores.
+const patient = 2 * time.Minute
+
+// notFound is, for PollNil, nil once a Get's err says the object is gone,
+// and otherwise why it is not gone yet.
+func notFound(err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err == nil:
+		return errors.New("it is still there")
+	}
+	return err
 }
 
 // containers are the containers the mock has for the pod with this UID,
@@ -283,15 +280,15 @@ func (n *testNode) getPod(ns, name string) (*v1.Pod, error) {
 func (n *testNode) runningPod(t *testing.T, ns, name string) *v1.Pod {
 	t.Helper()
 	var p *v1.Pod
-	waitFor(t, "pod "+name+" Running", func() (bool, error) {
+	testenv.PollNil(t, "pod "+name+" Running", patient, func() error {
 		var err error
 		if p, err = n.getPod(ns, name); err != nil {
-			return false, err
+			return err
 		}
 		if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
-			return false, fmt.Errorf("phase %s, container statuses %v", p.Status.Phase, p.Status.ContainerStatuses)
+			return fmt.Errorf("phase %s, container statuses %v", p.Status.Phase, p.Status.ContainerStatuses)
 		}
-		return true, nil
+		return nil
 	})
 	return p
 }

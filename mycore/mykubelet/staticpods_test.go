@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -75,10 +74,10 @@ func TestStaticPod(t *testing.T) {
 
 	n.put(t, "web.yaml", webManifest)
 	var mirror *v1.Pod
-	took := waitFor(t, "the mirror pod, Running", func() (bool, error) {
+	took := testenv.PollNil(t, "the mirror pod, Running", patient, func() error {
 		var err error
 		mirror, err = n.runningMirror(t, mirrorName)
-		return err == nil, err
+		return err
 	})
 	t.Logf("manifest written → mirror pod Running in the apiserver: %s", took.Round(time.Millisecond))
 	reported := false
@@ -117,13 +116,13 @@ func TestStaticPod(t *testing.T) {
 		t.Fatalf("kubectl delete: exit %d: %s%s", code, out, errOut)
 	}
 	var mirror2 *v1.Pod
-	took = waitFor(t, "a new mirror pod, Running", func() (bool, error) {
+	took = testenv.PollNil(t, "a new mirror pod, Running", patient, func() error {
 		var err error
 		mirror2, err = n.runningMirror(t, mirrorName)
 		if err == nil && mirror2.UID == mirror.UID {
-			return false, fmt.Errorf("still the old mirror pod %s", mirror.UID)
+			return fmt.Errorf("still the old mirror pod %s", mirror.UID)
 		}
-		return err == nil, err
+		return err
 	})
 	t.Logf("kubectl delete of the mirror pod → a new mirror pod Running: %s after kubectl started (%s after it returned)",
 		time.Since(deleted).Round(time.Millisecond), took.Round(time.Millisecond))
@@ -138,12 +137,15 @@ func TestStaticPod(t *testing.T) {
 	if out, errOut, code := testenv.Kubectl(t, "", "delete", "pod", mirrorName, "--namespace", "default", "--grace-period=0", "--force"); code != 0 {
 		t.Fatalf("kubectl delete --force: exit %d: %s%s", code, out, errOut)
 	}
-	waitFor(t, "a mirror pod made again after a forced delete", func() (bool, error) {
+	testenv.PollNil(t, "a mirror pod made again after a forced delete", patient, func() error {
 		p, err := n.admin.CoreV1().Pods("default").Get(context.Background(), mirrorName, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		return p.UID != mirror2.UID, fmt.Errorf("still mirror pod %s", p.UID)
+		if p.UID == mirror2.UID {
+			return fmt.Errorf("still mirror pod %s", p.UID)
+		}
+		return nil
 	})
 	t.Logf("kubectl delete --grace-period=0 --force of the mirror pod → a new mirror pod: %s after kubectl started", time.Since(forced).Round(time.Millisecond))
 
@@ -153,25 +155,25 @@ func TestStaticPod(t *testing.T) {
 	edited := time.Now()
 	n.put(t, "web.yaml", strings.Replace(webManifest, "[sleep, infinity]", "[sleep, '3600']", 1))
 	var mirror3 *v1.Pod
-	waitFor(t, "the mirror pod of the edited static pod, Running", func() (bool, error) {
+	testenv.PollNil(t, "the mirror pod of the edited static pod, Running", patient, func() error {
 		var err error
 		mirror3, err = n.runningMirror(t, mirrorName)
 		if err == nil && mirror3.Annotations[kubetypes.ConfigHashAnnotationKey] == staticUID {
-			return false, errors.New("still the mirror pod of the old static pod")
+			return errors.New("still the mirror pod of the old static pod")
 		}
-		return err == nil, err
+		return err
 	})
 	t.Logf("manifest edited → the new static pod's mirror pod Running: %s", time.Since(edited).Round(time.Millisecond))
 	if got := mirror3.Spec.Containers[0].Command; len(got) != 2 || got[1] != "3600" {
 		t.Errorf("new mirror pod's command %v, want the edited one", got)
 	}
-	waitFor(t, "the old static pod's containers stopped", func() (bool, error) {
+	testenv.PollNil(t, "the old static pod's containers stopped", patient, func() error {
 		for _, c := range n.containers(t, staticUID) {
 			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				return false, fmt.Errorf("container %s still runs", c.Id)
+				return fmt.Errorf("container %s still runs", c.Id)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	staticUID = mirror3.Annotations[kubetypes.ConfigHashAnnotationKey]
 
@@ -180,18 +182,18 @@ func TestStaticPod(t *testing.T) {
 	if err := os.Remove(filepath.Join(n.manifests, "web.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the static pod's containers stopped", func() (bool, error) {
+	testenv.PollNil(t, "the static pod's containers stopped", patient, func() error {
 		for _, c := range n.containers(t, staticUID) {
 			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				return false, fmt.Errorf("container %s still runs", c.Id)
+				return fmt.Errorf("container %s still runs", c.Id)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	stopped := time.Since(removed)
-	waitFor(t, "the mirror pod deleted", func() (bool, error) {
+	testenv.PollNil(t, "the mirror pod deleted", patient, func() error {
 		_, err := n.admin.CoreV1().Pods("default").Get(context.Background(), mirrorName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), err
+		return notFound(err)
 	})
 	t.Logf("manifest removed → containers stopped %s, mirror pod gone %s", stopped.Round(time.Millisecond), time.Since(removed).Round(time.Millisecond))
 }

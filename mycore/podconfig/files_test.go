@@ -13,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // fileLog collects what the file source logs.
@@ -42,13 +44,12 @@ func (l *fileLog) has(s string) bool {
 
 func (l *fileLog) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !l.has(s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %q; got:\n%s", s, l)
+	testenv.PollNil(t, fmt.Sprintf("a log line with %q", s), 30*time.Second, func() error {
+		if l.has(s) {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("the log so far:\n%s", l)
+	})
 }
 
 type fileSourceRun struct {

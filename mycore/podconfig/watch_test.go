@@ -12,9 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -224,7 +222,7 @@ func TestWatchRealAPIServer(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	waitForDefaultServiceAccount(t, admin)
+	testenv.WaitDefaultServiceAccount(t, admin)
 	const node = "t-podconfig-node"
 	ns := "default"
 	pods := admin.CoreV1().Pods(ns)
@@ -289,20 +287,6 @@ func TestWatchRealAPIServer(t *testing.T) {
 
 	cancel()
 	waitClosed(t, ch)
-}
-
-// waitForDefaultServiceAccount: the ServiceAccount admission plugin
-// refuses pods until the controller-manager has made "default" in the
-// namespace, a few seconds after a fresh control plane starts.
-func waitForDefaultServiceAccount(t *testing.T, c kubernetes.Interface) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("service account default/default not created within 1m: %v", err)
-	}
 }
 
 func forceDelete(pods interface {

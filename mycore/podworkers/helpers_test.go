@@ -110,17 +110,8 @@ func withVersion(pod *v1.Pod, rv int) *v1.Pod {
 	return p
 }
 
-// eventually polls cond for up to 30 s (generous: tests share 2 cores).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// patient bounds every wait for a worker (generous: tests share 2 cores).
+const patient = 30 * time.Second
 
 // waitClosed waits for a channel to be closed.
 func waitClosed(t testing.TB, what string, ch <-chan struct{}) {

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // thousandPods creates n pods, waits until each has been synced, kills
@@ -23,13 +25,15 @@ func thousandPods(tb testing.TB, w *Workers, n int, prefix string) (created, kil
 	for _, p := range pods {
 		w.UpdatePod(kubelet.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodCreate})
 	}
-	eventually(tb, "every pod synced", func() bool {
+	// Checked every millisecond: at testenv.Poll's 50 ms the rates below
+	// would measure the poll, not the workers.
+	testenv.PollEvery(tb, "every pod synced", patient, time.Millisecond, func() (bool, error) {
 		for _, p := range pods {
 			if st, ok := w.State(p.UID); !ok || st.StartedAt.IsZero() || st.Working {
-				return false
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	})
 	created = time.Since(start)
 
@@ -43,13 +47,13 @@ func thousandPods(tb testing.TB, w *Workers, n int, prefix string) (created, kil
 	for _, ch := range done {
 		waitClosed(tb, "a kill", ch)
 	}
-	eventually(tb, "every pod finished", func() bool {
+	testenv.PollEvery(tb, "every pod finished", patient, time.Millisecond, func() (bool, error) {
 		for _, p := range pods {
 			if st, ok := w.State(p.UID); !ok || !st.Finished {
-				return false
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	})
 	killed = time.Since(start)
 	if known := w.SyncKnownPods(nil); len(known) != 0 {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 func TestEffectiveGracePeriod(t *testing.T) {
@@ -79,7 +81,7 @@ func TestLifecycleGracefulDelete(t *testing.T) {
 		t.Fatal("before SyncKnownPods an unknown pod could be running")
 	}
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodCreate})
-	eventually(t, "SyncPod", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
+	testenv.PollTrue(t, "SyncPod", patient, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
 	if st := state(t, w, pod.UID); st.State != kubelet.SyncPod || w.IsPodTerminationRequested(pod.UID) {
 		t.Fatalf("after create: %+v", st)
 	}
@@ -94,7 +96,7 @@ func TestLifecycleGracefulDelete(t *testing.T) {
 	if w.CouldHaveRunningContainers(pod.UID) || !w.IsPodKnownTerminated(pod.UID) {
 		t.Fatal("CompletedCh closed while containers could still run")
 	}
-	eventually(t, "finished", func() bool { return state(t, w, pod.UID).Finished })
+	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
 
 	mu.Lock()
 	want := []string{"SyncPod create", "SyncTerminatingPod", "SyncTerminatedPod"}
@@ -116,7 +118,7 @@ func TestLifecycleGracefulDelete(t *testing.T) {
 	if w.CouldHaveRunningContainers(pod.UID) {
 		t.Fatal("after SyncKnownPods an unknown pod cannot be running")
 	}
-	eventually(t, "the removed event", func() bool {
+	testenv.PollTrue(t, "the removed event", patient, func() bool {
 		ev := rec.of(pod.UID)
 		return len(ev) > 0 && ev[len(ev)-1].Kind == Removed
 	})
@@ -163,7 +165,7 @@ func TestOrderingPerPod(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, "every pod synced at its last version", func() bool {
+	testenv.PollTrue(t, "every pod synced at its last version", patient, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for p := range pods {
@@ -230,7 +232,7 @@ func TestUpdateDuringSyncIsCoalesced(t *testing.T) {
 		t.Fatalf("during the sync: %+v", st)
 	}
 	close(b.release)
-	eventually(t, "the second SyncPod", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.versions) == 2 })
+	testenv.PollTrue(t, "the second SyncPod", patient, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.versions) == 2 })
 	time.Sleep(50 * time.Millisecond) // room for a wrong third sync
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -282,7 +284,7 @@ func TestDeleteDuringSyncCancelsIt(t *testing.T) {
 	if !w.ShouldPodContainersBeTerminating(pod.UID) {
 		t.Error("after SyncTerminatingPod started, containers should be terminating")
 	}
-	eventually(t, "the cancelled event", func() bool {
+	testenv.PollTrue(t, "the cancelled event", patient, func() bool {
 		return slices.ContainsFunc(rec.of(pod.UID), func(e Event) bool { return e.Kind == Cancelled })
 	})
 }
@@ -344,7 +346,7 @@ func TestTerminalSyncPodTerminates(t *testing.T) {
 	pod := newPod("job", 30)
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodCreate})
 	waitClosed(t, "SyncTerminatedPod", terminated)
-	eventually(t, "finished", func() bool { return state(t, w, pod.UID).Finished })
+	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
 	// A finished pod ignores updates; a kill for it completes at once.
 	done := make(chan struct{})
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodKill, KillPodOptions: &kubelet.KillPodOptions{CompletedCh: done}})
@@ -371,7 +373,7 @@ func TestSyncWaitsForThePodCache(t *testing.T) {
 		t.Fatalf("SyncPod ran %d times before the cache had any data", n)
 	}
 	cache.UpdateTime(time.Now()) // the first relist
-	eventually(t, "the first SyncPod", func() bool { return calls.Load() == 1 })
+	testenv.PollTrue(t, "the first SyncPod", patient, func() bool { return calls.Load() == 1 })
 
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodSync})
 	time.Sleep(100 * time.Millisecond)
@@ -379,7 +381,7 @@ func TestSyncWaitsForThePodCache(t *testing.T) {
 		t.Fatalf("the second sync ran on a cache older than the first sync (%d calls)", n)
 	}
 	cache.Set(pod.UID, &kubecontainer.PodStatus{ID: pod.UID}, nil, time.Now()) // the PLEG saw this pod change
-	eventually(t, "the second SyncPod", func() bool { return calls.Load() == 2 })
+	testenv.PollTrue(t, "the second SyncPod", patient, func() bool { return calls.Load() == 2 })
 }
 
 // A failing sync is retried after the back-off; a good one resyncs after
@@ -402,7 +404,7 @@ func TestBackOffAndResync(t *testing.T) {
 	})
 	pod := newPod("web", 30)
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodCreate})
-	eventually(t, "a retry and a resync", func() bool { return calls.Load() >= 3 })
+	testenv.PollTrue(t, "a retry and a resync", patient, func() bool { return calls.Load() >= 3 })
 	mu.Lock()
 	retry, resync := at[1].Sub(at[0]), at[2].Sub(at[1])
 	mu.Unlock()
@@ -439,7 +441,7 @@ func TestRuntimePodKill(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("SyncTerminatingRuntimePod never ran")
 	}
-	eventually(t, "the runtime pod forgotten", func() bool { _, ok := w.State(rp.ID); return !ok })
+	testenv.PollTrue(t, "the runtime pod forgotten", patient, func() bool { _, ok := w.State(rp.ID); return !ok })
 }
 
 // A running pod that vanished from config (SyncKnownPods without it) is
@@ -475,7 +477,7 @@ func TestOrphanIsTerminated(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the orphan was not terminated")
 	}
-	eventually(t, "finished", func() bool { return state(t, w, pod.UID).Finished })
+	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
 	if known := w.SyncKnownPods(nil); len(known) != 0 {
 		t.Fatalf("still known: %+v", known)
 	}

@@ -320,17 +320,6 @@ func (n *testNode) get(t *testing.T, cert *tls.Certificate, path string) (int, s
 	return n.tlsClient(cert).get(n.url(path))
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitLines reads r until it has seen n lines equal to want.
 func waitLines(t *testing.T, r io.Reader, want string, n int, timeout time.Duration) {
 	t.Helper()

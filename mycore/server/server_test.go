@@ -135,9 +135,12 @@ func testTTY(t *testing.T, pod string) {
 func testLogs(t *testing.T, n *testNode, pod string) {
 	t.Run("logs", func(t *testing.T) {
 		var out string
-		poll(t, "two ticks in the log", 30*time.Second, func() bool {
+		testenv.PollNil(t, "two ticks in the log", 30*time.Second, func() error {
 			out, _, _ = testenv.Kubectl(t, "", "logs", pod, "-c", "main")
-			return strings.HasPrefix(out, "started\ntick\ntick\n")
+			if !strings.HasPrefix(out, "started\ntick\ntick\n") {
+				return fmt.Errorf("kubectl logs printed %q", out)
+			}
+			return nil
 		})
 		tail, _, _ := testenv.Kubectl(t, "", "logs", pod, "-c", "main", "--tail=1")
 		if tail != "tick\n" {
@@ -196,7 +199,7 @@ func testPortForward(t *testing.T, n *testNode, pod string) {
 				t.Logf("last answer through the forwarded port: %q", got)
 			}
 		}()
-		poll(t, "an answer through the forwarded port", 30*time.Second, func() bool {
+		testenv.PollTrue(t, "an answer through the forwarded port", 30*time.Second, func() bool {
 			c, err := net.DialTimeout("tcp", "127.0.0.1:"+local, 5*time.Second)
 			if err != nil {
 				return false
@@ -234,7 +237,7 @@ func TestRefusals(t *testing.T) {
 		if err == nil {
 			t.Fatal("a client without a certificate got an answer")
 		}
-		poll(t, "the handshake refusal in the server log", 10*time.Second, func() bool {
+		testenv.PollTrue(t, "the handshake refusal in the server log", 10*time.Second, func() bool {
 			return strings.Contains(n.log.String(), "client didn't provide a certificate")
 		})
 	})
@@ -385,7 +388,7 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 		}
 	}
 	waitLines(t, followOut, "tick", 1, 30*time.Second)
-	poll(t, "the exec session to be open", 30*time.Second, func() bool {
+	testenv.PollTrue(t, "the exec session to be open", 30*time.Second, func() bool {
 		return strings.Contains(n.log.String(), "command=cat&error=1&input=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming")
 	})
 	// Open all the way to the runtime: a line through cat and back. Our

@@ -132,17 +132,6 @@ func ensureNode(t *testing.T, c kubernetes.Interface) {
 	}
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // createPod creates a pod bound to the test node (the apiserver admits
 // it once the namespace's default service account exists).
 func createPod(t *testing.T, c kubernetes.Interface, name string, policy v1.RestartPolicy) *v1.Pod {
@@ -153,12 +142,11 @@ func createPod(t *testing.T, c kubernetes.Interface, name string, policy v1.Rest
 		Spec: v1.PodSpec{NodeName: testNode, RestartPolicy: policy, AutomountServiceAccountToken: &f,
 			Containers: []v1.Container{{Name: "main", Image: "busybox"}}},
 	}
-	var got *v1.Pod
-	poll(t, "pod "+name+" created", func() bool {
-		var err error
-		got, err = c.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{})
-		return err == nil
-	})
+	testenv.WaitDefaultServiceAccount(t, c)
+	got, err := c.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
 	t.Cleanup(func() {
 		_ = c.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	})
@@ -301,7 +289,7 @@ func TestPodRecreatedUnderTheSameName(t *testing.T) {
 		if err := f.admin.CoreV1().Pods("default").Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 			t.Errorf("delete: %v", err)
 		}
-		poll(t, "the old pod gone", func() bool {
+		testenv.PollTrue(t, "the old pod gone", time.Minute, func() bool {
 			_, err := f.admin.CoreV1().Pods("default").Get(ctx, old.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -424,7 +412,7 @@ func TestRunPostsAndStops(t *testing.T) {
 	go func() { defer close(done); f.m.Run(ctx) }()
 	start := time.Now()
 	f.m.SetPodStatus(pod, runningAt(time.Now()))
-	poll(t, "Running in the apiserver", func() bool { return getPod(t, f.admin, pod.Name).Status.Phase == v1.PodRunning })
+	testenv.PollTrue(t, "Running in the apiserver", time.Minute, func() bool { return getPod(t, f.admin, pod.Name).Status.Phase == v1.PodRunning })
 	t.Logf("SetPodStatus → phase visible in the apiserver: %s", time.Since(start).Round(time.Millisecond))
 	cancel()
 	select {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // nodeGetter reads the test node, for the mirror client's ownerRef.
@@ -39,7 +41,7 @@ func staticPod(name string) *v1.Pod {
 func makeMirror(t *testing.T, f *fixture, pm kubepod.Manager, static *v1.Pod) *v1.Pod {
 	t.Helper()
 	mc := kubepod.NewBasicMirrorClient(f.admin, testNode, nodeGetter{f.admin})
-	poll(t, "mirror pod created", func() bool { return mc.CreateMirrorPod(context.Background(), static) == nil })
+	testenv.PollNil(t, "mirror pod created", time.Minute, func() error { return mc.CreateMirrorPod(context.Background(), static) })
 	mirror := getPod(t, f.admin, static.Name)
 	if !kubetypes.IsMirrorPod(mirror) {
 		t.Fatalf("pod %s has no mirror annotation: %v", mirror.Name, mirror.Annotations)
@@ -87,7 +89,7 @@ func TestStaticPodStatusGoesToItsMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	pm.RemovePod(mirror)
-	poll(t, "old mirror pod gone", func() bool {
+	testenv.PollTrue(t, "old mirror pod gone", time.Minute, func() bool {
 		_, err := f.admin.CoreV1().Pods("default").Get(ctx, static.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

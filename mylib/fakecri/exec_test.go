@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/internal/testenv"
 )
 
 func execSync(t *testing.T, r *Runtime, id string, timeout int64, cmd ...string) (*runtimeapi.ExecSyncResponse, error) {
@@ -96,7 +98,7 @@ func TestExecDiesWithItsContainer(t *testing.T) {
 		}
 		done <- resp
 	}()
-	eventually(t, "the exec to start", func() bool { return r.execs.Load() == 1 })
+	testenv.PollTrue(t, "the exec to start", patient, func() bool { return r.execs.Load() == 1 })
 	if err := r.SetContainerExited(id, 1, ""); err != nil {
 		t.Fatal(err)
 	}

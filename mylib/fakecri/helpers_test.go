@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // TestMain fails the package if any test leaks a goroutine: processes,
@@ -106,22 +108,10 @@ func sbStatus(t *testing.T, r *Runtime, id string) *runtimeapi.PodSandboxStatus 
 	return resp.Status
 }
 
-// eventually polls cond until it holds or patient runs out.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patient)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", patient, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func waitExited(t *testing.T, r *Runtime, id string) *runtimeapi.ContainerStatus {
 	t.Helper()
 	var st *runtimeapi.ContainerStatus
-	eventually(t, "container "+id[:12]+" to exit", func() bool {
+	testenv.PollTrue(t, "container "+id[:12]+" to exit", patient, func() bool {
 		st = ctrStatus(t, r, id)
 		return st.State == runtimeapi.ContainerState_CONTAINER_EXITED
 	})

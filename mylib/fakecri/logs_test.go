@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // criLine is one record of the CRI log format.
@@ -75,7 +77,7 @@ func TestReopenContainerLogAfterRotation(t *testing.T) {
 	cfg.LogPath = "c.log"
 	id := createStart(t, r, runPod(t, r, pod), cfg)
 	path := filepath.Join(dir, "c.log")
-	eventually(t, "first log line", func() bool { b, _ := os.ReadFile(path); return len(b) > 0 })
+	testenv.PollTrue(t, "first log line", patient, func() bool { b, _ := os.ReadFile(path); return len(b) > 0 })
 	// What the kubelet's log manager does: rename, then ReopenContainerLog.
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
@@ -83,7 +85,7 @@ func TestReopenContainerLogAfterRotation(t *testing.T) {
 	if _, err := r.ReopenContainerLog(tctx(t), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a line in the new file", func() bool {
+	testenv.PollTrue(t, "a line in the new file", patient, func() bool {
 		b, _ := os.ReadFile(path)
 		return strings.Contains(string(b), "stdout F tick")
 	})

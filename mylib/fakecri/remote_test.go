@@ -25,6 +25,8 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	crilogs "k8s.io/cri-client/pkg/logs"
 	utilexec "k8s.io/utils/exec"
+
+	"kubelet-labs/internal/testenv"
 )
 
 // These tests talk to the mock through the kubelet's own CRI client
@@ -141,7 +143,7 @@ func TestKubeletClientPodLifecycle(t *testing.T) {
 
 			// The kubelet reads logs itself, with its own parser.
 			var logs bytes.Buffer
-			eventually(t, "the log line", func() bool {
+			testenv.PollTrue(t, "the log line", patient, func() bool {
 				logs.Reset()
 				err := crilogs.ReadLogs(c, cst.Status.LogPath, id, &crilogs.LogOptions{}, rs, &logs, &logs)
 				return err == nil && logs.String() == "line one\n"
@@ -200,7 +202,7 @@ func TestKubeletClientContainerEvents(t *testing.T) {
 	<-connected
 	// The stream is set up on the server once the first message flows;
 	// wait until the runtime counts the subscriber.
-	eventually(t, "the subscription", func() bool { return srv.Runtime().events.n.Load() == 1 })
+	testenv.PollTrue(t, "the subscription", patient, func() bool { return srv.Runtime().events.n.Load() == 1 })
 	r := srv.Runtime()
 	sb := runPod(t, r, podConfig("ev"))
 	id := createStart(t, r, sb, ctrConfig("c"))
@@ -317,7 +319,7 @@ func TestStreamingAttach(t *testing.T) {
 	go func() {
 		done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: out, Stderr: io.Discard})
 	}()
-	eventually(t, "two ticks through attach", func() bool { return strings.Count(out.String(), "tick\n") >= 2 })
+	testenv.PollTrue(t, "two ticks through attach", patient, func() bool { return strings.Count(out.String(), "tick\n") >= 2 })
 	// The session ends when the container exits.
 	if err := r.SetContainerExited(id, 0, ""); err != nil {
 		t.Fatal(err)
