@@ -116,9 +116,9 @@ func setup(t *testing.T, rc runtimeCase, prefix string, backOffMax time.Duration
 		}
 	})
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
+	ns := testenv.Namespace(t, admin, "lab17")
 	if rt.real {
-		cleanRuntime(t, critest.Dial(t, rt.critest), ns)
+		critest.RemoveNamespaceAtEnd(t, critest.Dial(t, rt.critest), ns)
 	}
 	suffix := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -141,36 +141,6 @@ func deleteAll(t *testing.T, r *running, c kubernetes.Interface, ns string) {
 		return err == nil && len(l.Items) == 0, err
 	})
 	testenv.Poll(t, "no probe worker left", 30*time.Second, func() (bool, error) { return r.lab.Kubelet.Probes().Workers() == 0, nil })
-}
-
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	ns, err := c.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab17-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
-// cleanRuntime removes every sandbox of namespace ns from the runtime when
-// the test ends (registered before startLab, so it runs after the lab
-// stopped): whatever happened, the runtime is left as found.
-func cleanRuntime(t *testing.T, c *cri.Client, ns string) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pods, err := c.Pods(ctx, map[string]string{kubetypes.KubernetesPodNamespaceLabel: ns})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		for _, p := range pods {
-			if err := c.RemovePod(ctx, p.Id, 0); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
-	})
 }
 
 // manifests reads the lab's pod files, bound to node in namespace ns: the
