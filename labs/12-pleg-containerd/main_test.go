@@ -18,8 +18,8 @@ import (
 	kubetypes "k8s.io/kubelet/pkg/types"
 
 	"kubelet-labs/internal/critest"
-	"kubelet-labs/internal/kubeletnode"
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
@@ -29,15 +29,15 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startLab runs the lab in-process on rt as node name, its state in stateDir.
-func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*kubeletnode.Node] {
+func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*labnode.Node] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, stateDir)
-	o := kubeletnode.Defaults("12-pleg-containerd", name)
-	o.Kubeconfig, o.Timeout, o.GCPeriod = cp.AdminKubeconfig(), time.Minute, 2*time.Second
+	o := labnode.Defaults("12-pleg-containerd", name)
+	o.Kubeconfig, o.Timeout, o.Kubelet.GCPeriod = cp.AdminKubeconfig(), time.Minute, 2*time.Second
 	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: rt.Endpoint, PodLogsDir: stateDir + "/pod-logs"}
-	o.BackOffInitial, o.BackOffMax = time.Second, 4*time.Second
-	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*kubeletnode.Node)) error {
+	o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax = time.Second, 4*time.Second
+	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*labnode.Node)) error {
 		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 }
@@ -334,7 +334,7 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 // Without a runtime the lab fails before it joins, and says how to start one.
 func TestNoRuntime(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
-	o := kubeletnode.Defaults("12-pleg-containerd", "lab-node-12x")
+	o := labnode.Defaults("12-pleg-containerd", "lab-node-12x")
 	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: "unix://" + t.TempDir() + "/none.sock"}
 	err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
 	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {
