@@ -18,8 +18,8 @@ import (
 	kubetypes "k8s.io/kubelet/pkg/types"
 
 	"kubelet-labs/internal/critest"
-	"kubelet-labs/internal/kubeletnode"
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
@@ -29,15 +29,15 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startLab runs the lab in-process on rt as node name, its state in stateDir.
-func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*kubeletnode.Node] {
+func startLab(t *testing.T, rt critest.Runtime, name, stateDir string) *testenv.Lab[*labnode.Node] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	t.Setenv(state.EnvVar, stateDir)
-	o := kubeletnode.Defaults("12-pleg-containerd", name)
-	o.Kubeconfig, o.Timeout, o.GCPeriod = cp.AdminKubeconfig(), time.Minute, 2*time.Second
+	o := labnode.Defaults("12-pleg-containerd", name)
+	o.Kubeconfig, o.Timeout, o.Kubelet.GCPeriod = cp.AdminKubeconfig(), time.Minute, 2*time.Second
 	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: rt.Endpoint, PodLogsDir: stateDir + "/pod-logs"}
-	o.BackOffInitial, o.BackOffMax = time.Second, 4*time.Second
-	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*kubeletnode.Node)) error {
+	o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax = time.Second, 4*time.Second
+	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*labnode.Node)) error {
 		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 }
@@ -61,44 +61,6 @@ func busybox(ns, name, node, image, script string) *v1.Pod {
 }
 
 const forever = `trap 'exit 0' TERM; echo "$GREETING from $POD_IP"; while true; do sleep 1; done`
-
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	ns, err := c.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab12-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
-// cleanRuntime removes every sandbox of namespace ns from the runtime when
-// the test ends: whatever the lab did, the runtime is left as found.
-func cleanRuntime(t *testing.T, c *cri.Client, ns string) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pods, err := c.Pods(ctx, map[string]string{kubetypes.KubernetesPodNamespaceLabel: ns})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		for _, p := range pods {
-			// A shim that is exiting answers "ttrpc: closed" for a moment
-			// (containerd 1.6): try again before calling it a failure.
-			var err error
-			for range 10 {
-				if err = c.RemovePod(ctx, p.Id, 0); err == nil {
-					break
-				}
-				time.Sleep(time.Second)
-			}
-			if err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
-	})
-}
 
 func getPod(c kubernetes.Interface, ns, name string) (*v1.Pod, error) {
 	return c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -157,8 +119,8 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
-	cleanRuntime(t, c, ns)
+	ns := testenv.Namespace(t, admin, "lab12")
+	critest.RemoveNamespaceAtEnd(t, c, ns)
 	r := startLab(t, rt, node, t.TempDir())
 
 	// apply → Running with a pod IP from CNI
@@ -277,8 +239,8 @@ func orphans(t *testing.T, rt critest.Runtime, flavour string) {
 	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
-	cleanRuntime(t, c, ns)
+	ns := testenv.Namespace(t, admin, "lab12")
+	critest.RemoveNamespaceAtEnd(t, c, ns)
 	dir := t.TempDir()
 	r := startLab(t, rt, node, dir)
 	if _, err := admin.CoreV1().Pods(ns).Create(context.Background(), busybox(ns, "orphan", node, rt.BusyboxImage, forever), metav1.CreateOptions{}); err != nil {
@@ -327,8 +289,8 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 	testenv.NoLeaks(t)
 	c := critest.Dial(t, rt)
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
-	cleanRuntime(t, c, ns)
+	ns := testenv.Namespace(t, admin, "lab12")
+	critest.RemoveNamespaceAtEnd(t, c, ns)
 	startLab(t, rt, node, t.TempDir())
 	const n = 20
 	created := map[string]time.Time{}
@@ -372,7 +334,7 @@ func startupLatency(t *testing.T, rt critest.Runtime, flavour string) {
 // Without a runtime the lab fails before it joins, and says how to start one.
 func TestNoRuntime(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
-	o := kubeletnode.Defaults("12-pleg-containerd", "lab-node-12x")
+	o := labnode.Defaults("12-pleg-containerd", "lab-node-12x")
 	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: "unix://" + t.TempDir() + "/none.sock"}
 	err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
 	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {

@@ -96,11 +96,11 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 		logf = func(string, ...any) {}
 	}
 	n, err := labnode.Start(ctx, labnode.Options{
-		Lab: "14-exec", Name: o.nodeName, Kubeconfig: o.kubeconfig, Runtime: o.runtime,
-		Address: o.address, NodeIP: o.nodeIP, Port: o.port,
-		WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL, Timeout: o.timeout,
-		Kubelet: mykubelet.Options{Log: logf}, Out: out,
-	})
+		Lab: "14-exec", Name: o.nodeName, Kubeconfig: o.kubeconfig, Runtime: o.runtime, Timeout: o.timeout,
+		Kubelet: mykubelet.Options{Log: logf},
+		Server: &labnode.ServerOptions{Address: o.address, NodeIP: o.nodeIP, Port: o.port,
+			WebSockets: o.websockets, UnauthorizedTTL: o.denyTTL},
+	}, out)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,10 @@
 // behind the crash-loop back-off, and liveness, readiness and startup
 // probes run by a probe manager of its own.
 //
-// The node (lab-node-17) is lab 12's (internal/kubeletnode over
-// mycore/mykubelet); what this lab adds lives in mycore/kuberuntime
-// (actions.go, sync.go) and mycore/prober. This file starts the node and
-// says what to try.
+// The node (lab-node-17) is lab 12's (internal/labnode over
+// mycore/mykubelet, without a node server); what this lab adds lives in
+// mycore/kuberuntime (actions.go, sync.go) and mycore/prober. This file
+// starts the node and says what to try.
 //
 //	go run ./labs/17-sync-pod                       # on containerd (started once: sudo scripts/containerd-up.sh)
 //	go run ./labs/17-sync-pod --runtime mock        # on the mock CRI
@@ -20,8 +20,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"kubelet-labs/internal/kubeletnode"
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/17-sync-pod/mocktmp"
 )
@@ -34,8 +34,8 @@ const (
 )
 
 func main() {
-	o := kubeletnode.Defaults("17-sync-pod", "lab-node-17")
-	o.BackOffInitial, o.BackOffMax = labBackOffInitial, labBackOffMax
+	o := labnode.Defaults("17-sync-pod", "lab-node-17")
+	o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax = labBackOffInitial, labBackOffMax
 	labenv.Main(labenv.Lab{
 		Name:  "17-sync-pod",
 		Flags: o.Register,
@@ -45,25 +45,25 @@ func main() {
 }
 
 // run is the lab; onReady hands its test the node once it runs.
-func run(ctx context.Context, o kubeletnode.Options, out *labenv.Printer, onReady func(*kubeletnode.Node)) error {
+func run(ctx context.Context, o labnode.Options, out *labenv.Printer, onReady func(*labnode.Node)) error {
 	// On the mock, the exec probes' /tmp: the mock has no filesystem.
 	o.Mock = append(o.Mock, mocktmp.New().Option())
 
 	// 1-3. The runtime, the join, the kubelet: chapter 3's node, now with
 	// computePodActions deciding each sync and a probe manager feeding it.
-	n, err := kubeletnode.Start(ctx, o, out)
+	n, err := labnode.Start(ctx, o, out)
 	if err != nil {
 		return err
 	}
 	defer n.Close()
-	out.Printf("crash-loop back-off %s doubling to %s (the kubelet's: 10s to 5m); PLEG relist every %s", o.BackOffInitial, o.BackOffMax, o.RelistPeriod)
+	out.Printf("crash-loop back-off %s doubling to %s (the kubelet's: 10s to 5m); PLEG relist every %s", o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax, o.Kubelet.RelistPeriod)
 	hints(out, o, n.Runtime)
 	if onReady != nil {
 		onReady(n)
 	}
 
 	// 4. The sync loop, until Ctrl-C.
-	if err := n.Kubelet.Run(ctx); err != nil {
+	if err := n.Run(ctx); err != nil {
 		return err
 	}
 	out.Printf("stopped: pods keep running in the runtime (as when a kubelet restarts)")
@@ -71,8 +71,8 @@ func run(ctx context.Context, o kubeletnode.Options, out *labenv.Printer, onRead
 }
 
 // hints prints what to try, with this runtime's crictl and image ID.
-func hints(out *labenv.Printer, o kubeletnode.Options, rt *labruntime.Runtime) {
-	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.NodeName)
+func hints(out *labenv.Printer, o labnode.Options, rt *labruntime.Runtime) {
+	out.Printf("Pods with spec.nodeName=%s run here. Try, in another terminal (pods in labs/17-sync-pod/):", o.Name)
 	out.Printf("  kubectl apply -f labs/17-sync-pod/liveness.yaml -f labs/17-sync-pod/readiness.yaml -f labs/17-sync-pod/startup.yaml -f labs/17-sync-pod/crashloop.yaml")
 	if rt.Mock == nil {
 		out.Printf("  kubectl apply -f labs/17-sync-pod/web.yaml          # HTTP and TCP probes against the pod IP")

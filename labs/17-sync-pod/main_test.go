@@ -23,8 +23,8 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/internal/critest"
-	"kubelet-labs/internal/kubeletnode"
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
@@ -71,7 +71,7 @@ func runtimes() []runtimeCase {
 }
 
 type running struct {
-	lab *kubeletnode.Node
+	lab *labnode.Node
 	out *testenv.Lines
 	rt  testRuntime
 }
@@ -87,11 +87,11 @@ func startLab(t *testing.T, rt testRuntime, name string, backOffMax time.Duratio
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Setenv(state.EnvVar, dir)
-	o := kubeletnode.Defaults("17-sync-pod", name)
+	o := labnode.Defaults("17-sync-pod", name)
 	o.Kubeconfig, o.Timeout = cp.AdminKubeconfig(), time.Minute
 	o.Runtime = labruntime.Flags{Kind: rt.runtime, Endpoint: rt.endpoint, PodLogsDir: filepath.Join(dir, "pod-logs")}
-	o.BackOffInitial, o.BackOffMax = time.Second, backOffMax
-	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*kubeletnode.Node)) error {
+	o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax = time.Second, backOffMax
+	l := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*labnode.Node)) error {
 		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})
 	return &running{lab: l.L, out: l.Out, rt: rt}
@@ -116,9 +116,9 @@ func setup(t *testing.T, rc runtimeCase, prefix string, backOffMax time.Duration
 		}
 	})
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
+	ns := testenv.Namespace(t, admin, "lab17")
 	if rt.real {
-		cleanRuntime(t, critest.Dial(t, rt.critest), ns)
+		critest.RemoveNamespaceAtEnd(t, critest.Dial(t, rt.critest), ns)
 	}
 	suffix := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -141,36 +141,6 @@ func deleteAll(t *testing.T, r *running, c kubernetes.Interface, ns string) {
 		return err == nil && len(l.Items) == 0, err
 	})
 	testenv.Poll(t, "no probe worker left", 30*time.Second, func() (bool, error) { return r.lab.Kubelet.Probes().Workers() == 0, nil })
-}
-
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	ns, err := c.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab17-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
-// cleanRuntime removes every sandbox of namespace ns from the runtime when
-// the test ends (registered before startLab, so it runs after the lab
-// stopped): whatever happened, the runtime is left as found.
-func cleanRuntime(t *testing.T, c *cri.Client, ns string) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		pods, err := c.Pods(ctx, map[string]string{kubetypes.KubernetesPodNamespaceLabel: ns})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		for _, p := range pods {
-			if err := c.RemovePod(ctx, p.Id, 0); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
-	})
 }
 
 // manifests reads the lab's pod files, bound to node in namespace ns: the
@@ -554,17 +524,17 @@ func containersOf(t *testing.T, c *cri.Client, uid types.UID) []*runtimeapi.Cont
 // Bad input: a clear error, before anything joins.
 func TestBadInput(t *testing.T) {
 	t.Setenv(state.EnvVar, t.TempDir())
-	base := kubeletnode.Defaults("17-sync-pod", "lab-node-17x")
+	base := labnode.Defaults("17-sync-pod", "lab-node-17x")
 	base.Runtime.Kind = labruntime.Containerd
 	for _, tc := range []struct {
 		name string
-		edit func(*kubeletnode.Options)
+		edit func(*labnode.Options)
 		want string
 	}{
-		{"unknown runtime", func(o *kubeletnode.Options) { o.Runtime.Kind = "docker" }, `--runtime "docker"`},
-		{"no containerd", func(o *kubeletnode.Options) { o.Runtime.Endpoint = "unix://" + t.TempDir() + "/none.sock" }, cri.UpHint},
-		{"back-off max below initial", func(o *kubeletnode.Options) { o.BackOffMax = time.Millisecond }, "--backoff-max"},
-		{"bad node name", func(o *kubeletnode.Options) { o.NodeName = "../x" }, "is not a valid Node name"},
+		{"unknown runtime", func(o *labnode.Options) { o.Runtime.Kind = "docker" }, `--runtime "docker"`},
+		{"no containerd", func(o *labnode.Options) { o.Runtime.Endpoint = "unix://" + t.TempDir() + "/none.sock" }, cri.UpHint},
+		{"back-off max below initial", func(o *labnode.Options) { o.Kubelet.BackOffMax = time.Millisecond }, "--backoff-max"},
+		{"bad node name", func(o *labnode.Options) { o.Name = "../x" }, "is not a valid Node name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base

@@ -130,13 +130,13 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 		grace = 0
 	}
 	n, err := labnode.Start(ctx, labnode.Options{
-		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime,
-		Address: o.address, Port: o.port, WebSockets: true, Timeout: o.timeout, Out: out,
+		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime, Timeout: o.timeout,
 		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,
 		},
-	})
+		Server: &labnode.ServerOptions{Address: o.address, Port: o.port, WebSockets: true},
+	}, out)
 	if err != nil {
 		return err
 	}

@@ -133,16 +133,6 @@ func ready(p *v1.Pod) bool {
 	return false
 }
 
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	ns, err := c.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lab18-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
 // TestMyKubeletOnContainerd is the README's walk-through on containerd 2.2,
 // with the files the lab prints: the web pod with its probes goes Running
 // and Ready with a pod IP, and kubectl logs, exec and port-forward reach
@@ -193,7 +183,7 @@ type walk struct{ web, log, page string }
 
 func walkThrough(t *testing.T, lab *testenv.Lab[*nodeLab], node string, w walk) {
 	admin := testenv.AdminClient(t)
-	ns := namespace(t, admin)
+	ns := testenv.Namespace(t, admin, "lab18")
 	ctx := context.Background()
 	h := hintsOf(t, lab.Out.String())
 	want := []string{w.web, "labs/18-mykubelet/crash.yaml", "labs/18-mykubelet/stubborn.yaml"}

@@ -238,17 +238,10 @@ func (n *testNode) containerState(t *testing.T, id string) *runtimeapi.Container
 	return st
 }
 
-// namespace is a new namespace for the test's pods.
+// namespace is a new namespace for the test's pods, named after the node.
 func (n *testNode) namespace(t *testing.T) string {
 	t.Helper()
-	ns, err := n.admin.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: n.name + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = n.admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
+	return testenv.Namespace(t, n.admin, n.name)
 }
 
 // createPod creates a pod bound to the node (as the scheduler would have)

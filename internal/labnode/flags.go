@@ -1,0 +1,45 @@
+package labnode
+
+import (
+	"errors"
+	"flag"
+	"time"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/mycore/mykubelet"
+)
+
+// Defaults are a node without a server, with the kubelet's own periods,
+// for a lab whose flags are the node's (labs 12, 17) to start from.
+func Defaults(lab, name string) Options {
+	return Options{Lab: lab, Name: name, Timeout: 2 * time.Minute, Kubelet: mykubelet.Options{
+		RelistPeriod: mykubelet.DefaultRelistPeriod, BackOffInitial: mykubelet.DefaultBackOffInitial,
+		BackOffMax: mykubelet.DefaultBackOffMax, GCPeriod: mykubelet.DefaultGCPeriod}}
+}
+
+// Register adds the flags of a node without a server to fs, with o's
+// values as their defaults (a lab sets its node name and back-off first).
+// Labs 14 and 18 have flags of their own: the server's, and other words.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.Name, "node-name", o.Name, "name of the node to join; pods bound to it (spec.nodeName) run here")
+	o.Runtime.Register(fs, labruntime.Containerd)
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long the join may take (certificate issued, node Ready)")
+	k := &o.Kubelet
+	fs.DurationVar(&k.RelistPeriod, "relist-period", k.RelistPeriod, "PLEG relist period (kubelet: 1s)")
+	fs.DurationVar(&k.BackOffInitial, "backoff-initial", k.BackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
+	fs.DurationVar(&k.BackOffMax, "backoff-max", k.BackOffMax, "longest crash-loop back-off (kubelet: 5m)")
+	fs.DurationVar(&k.GCPeriod, "gc-period", k.GCPeriod, "how often dead containers and sandboxes of pods that are over are removed (kubelet: 1m)")
+}
+
+// Check refuses the flags Register added when the node could not run with
+// them, before anything starts. (mykubelet would take a zero period for
+// its default; a flag set to zero is refused instead.)
+func (o *Options) Check() error {
+	k := o.Kubelet
+	if o.Timeout <= 0 || k.RelistPeriod <= 0 || k.BackOffInitial <= 0 || k.GCPeriod <= 0 || k.BackOffMax < k.BackOffInitial {
+		return errors.New("--timeout, --relist-period, --backoff-initial and --gc-period must be positive, --backoff-max at least --backoff-initial")
+	}
+	return labenv.CheckNodeName(o.Name)
+}

@@ -1,0 +1,129 @@
+package labnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apiserver/pkg/server/healthz"
+
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/mycore/server"
+)
+
+// ServerOptions describe the node server (lab 14) of a node that has one.
+type ServerOptions struct {
+	// Address the server listens on; NodeIP the InternalIP the Node
+	// publishes, which the apiserver dials ("" = Address, or this
+	// machine's address when Address is 0.0.0.0).
+	Address, NodeIP string
+	// Port of the server (0 picks a free one).
+	Port int
+	// WebSockets: declare ExtendWebSocketsToKubelet in the Node's status
+	// and serve WebSocket v5, as a 1.36 kubelet does.
+	WebSockets bool
+	// UnauthorizedTTL: how long a denied SubjectAccessReview is cached
+	// (0: the kubelet's 30 s).
+	UnauthorizedTTL time.Duration
+}
+
+// features are what the Node declares its server supports.
+func (s ServerOptions) features() []string {
+	if s.WebSockets {
+		return []string{server.WebSocketsFeature}
+	}
+	return nil
+}
+
+// listen takes the server's port and sets the node's IP and URL: the
+// apiserver dials the IP the Node publishes, so the server listens there.
+func (n *Node) listen(s ServerOptions) (net.Listener, error) {
+	ip, err := nodeIP(s.Address, s.NodeIP)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := server.Listen(s.Address, s.Port)
+	if err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { ln.Close() })
+	n.IP = ip
+	n.URL = "https://" + net.JoinHostPort(ip.String(), fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+	return ln, nil
+}
+
+// servingCertificate gets the server's certificate through a
+// kubernetes.io/kubelet-serving CSR made as the node and approved as
+// admin, and writes the cluster CA beside it for curl.
+func (n *Node) servingCertificate(ctx context.Context, timeout time.Duration, out *labenv.Printer) (err error) {
+	n.ServingCert, err = server.ServingCertificate(ctx, server.ServingCertOptions{
+		NodeName: n.Name, Client: n.Joined.Client, IPs: []net.IP{n.IP}, Dir: n.Dir, CA: n.CA,
+		Approve: server.AdminApprover(n.Admin), Timeout: timeout, Log: out.Indented(),
+	})
+	if err != nil {
+		return err
+	}
+	n.CAFile = filepath.Join(n.Dir, "ca.crt")
+	return os.WriteFile(n.CAFile, n.CA, 0o644)
+}
+
+// serve builds the server on ln: the pod manager says which pods are
+// ours, the runtime finds their containers and streams; /healthz includes
+// the PLEG's.
+func (n *Node) serve(ln net.Listener, s ServerOptions, out *labenv.Printer) (err error) {
+	k := n.Kubelet
+	n.Server, err = server.New(server.Config{
+		NodeName: n.Name, Listener: ln, Certificate: n.ServingCert.Certificate, ClientCA: n.CA, Client: n.Joined.Client,
+		Pods: k.Pods(), Runtime: n.Runtime.CRI.Runtime, WebSockets: s.WebSockets, UnauthorizedTTL: s.UnauthorizedTTL,
+		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error { return k.Healthy() })},
+		Log:          func(f string, a ...any) { out.Stamped("server  "+f, a...) },
+	})
+	if err != nil {
+		return err
+	}
+	out.Printf("serving   %s: TLS with %s; clients need a certificate from the cluster CA, and every request is a SubjectAccessReview; upstream's own log lines go to %s",
+		n.URL, n.ServingCert.Path, n.KlogFile)
+	return nil
+}
+
+// nodeIP is the InternalIP to publish: the apiserver dials it, so the
+// server must listen there.
+func nodeIP(address, flagIP string) (net.IP, error) {
+	addr := net.ParseIP(address)
+	if addr == nil {
+		return nil, fmt.Errorf("--address %q is not an IP address", address)
+	}
+	if flagIP != "" {
+		ip := net.ParseIP(flagIP)
+		if ip == nil {
+			return nil, fmt.Errorf("--node-ip %q is not an IP address", flagIP)
+		}
+		if !addr.IsUnspecified() && !addr.Equal(ip) {
+			return nil, fmt.Errorf("--node-ip %s but --address %s: the apiserver dials the node IP, so the server must listen there (--address %s or 0.0.0.0)", ip, addr, ip)
+		}
+		return ip, nil
+	}
+	if !addr.IsUnspecified() {
+		return addr, nil
+	}
+	// All addresses: publish the one the default route leaves from, as
+	// the kubelet picks its node IP.
+	ip, err := utilnet.ResolveBindAddress(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: cannot tell this machine's address (%v); give --node-ip", address, err)
+	}
+	return ip, nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
