@@ -23,8 +23,8 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/mycore/mirror"
-	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/podconfig"
 )
 
@@ -80,13 +80,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, ready func(manifes
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	nodeDir, err := labenv.NodeDir(o.nodeName)
-	if err != nil {
-		return err
-	}
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: nodeDir, Name: o.nodeName, Lab: "08-static-pod", Timeout: o.timeout,
-		Log: out.Indented()})
+	j, err := labnode.Join(ctx, cfg, "08-static-pod", o.nodeName, o.timeout, out)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/internal/labenv"
-	"kubelet-labs/mycore/node"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/mycore/podconfig"
 )
 
@@ -71,13 +71,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, observe observer) 
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	dir, err := labenv.NodeDir(o.nodeName)
-	if err != nil {
-		return err
-	}
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "09-pod-manager", Timeout: o.timeout,
-		Log: out.Indented()})
+	j, err := labnode.Join(ctx, cfg, "09-pod-manager", o.nodeName, o.timeout, out)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/10-pod-workers/teachloop"
 	"kubelet-labs/mycore/node"
@@ -91,13 +92,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	}
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	dir, err := labenv.NodeDir(o.nodeName)
-	if err != nil {
-		return err
-	}
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "10-pod-workers", Timeout: o.timeout,
-		Log: out.Indented()})
+	j, err := labnode.Join(ctx, cfg, "10-pod-workers", o.nodeName, o.timeout, out)
 	if err != nil {
 		return err
 	}

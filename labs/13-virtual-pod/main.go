@@ -28,6 +28,7 @@ import (
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnode"
 	"kubelet-labs/labs/13-virtual-pod/virtualnode"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/podconfig"
@@ -83,13 +84,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	logf := out.Stamped
 
 	// 1. A node, as lab 05 makes it; from here on we are system:node:NAME.
-	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
-	dir, err := labenv.NodeDir(o.nodeName)
-	if err != nil {
-		return err
-	}
-	j, err := node.Join(ctx, node.JoinOptions{Admin: cfg, Dir: dir, Name: o.nodeName, Lab: "13-virtual-pod", Timeout: o.timeout,
-		Log: out.Indented()})
+	j, err := labnode.Join(ctx, cfg, "13-virtual-pod", o.nodeName, o.timeout, out)
 	if err != nil {
 		return err
 	}

@@ -62,11 +62,12 @@ func TestLab(t *testing.T) {
 					t.Errorf("part %d: stubborn got %ds of grace, want %ds", i+1, stubborn.Grace, want.grace)
 				}
 				g := time.Duration(want.grace) * time.Second
-				if stubborn.Took < g-500*time.Millisecond || stubborn.Took > g+5*time.Second {
-					t.Errorf("part %d: stubborn's stop took %s, want about its %s grace", i+1, stubborn.Took, g)
-				}
-				if polite.Took >= g {
-					t.Errorf("part %d: polite's stop took %s: it exits on SIGTERM and should not wait for the grace", i+1, polite.Took)
+				// Exit codes say how each ended (143: at SIGTERM, without
+				// waiting for the grace; 137: SIGKILL); the one duration
+				// checked is the lower bound a loaded machine cannot break:
+				// the runtime waited the grace before the SIGKILL.
+				if stubborn.Took < g-500*time.Millisecond {
+					t.Errorf("part %d: stubborn's stop took %s, less than its %s grace", i+1, stubborn.Took, g)
 				}
 			}
 			for _, s := range []string{
