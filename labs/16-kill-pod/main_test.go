@@ -176,3 +176,16 @@ func stopsOverlap(output string, n int) error {
 	}
 	return fmt.Errorf("no \"stopped after\" line after %d StopContainer calls", calls)
 }
+
+// TestStopsOverlapSeesSequentialStops: the check fails on stops made one
+// after another, and passes the lab's parallel ones.
+func TestStopsOverlapSeesSequentialStops(t *testing.T) {
+	parallel := "CRI StopContainer kill-demo/one\nCRI StopContainer kill-demo/two\nkill-demo/one stopped after 3s\nkill-demo/two stopped after 3s\n"
+	sequential := "CRI StopContainer kill-demo/one\nkill-demo/one stopped after 3s\nCRI StopContainer kill-demo/two\nkill-demo/two stopped after 3s\n"
+	if err := stopsOverlap(parallel, 2); err != nil {
+		t.Errorf("parallel stops: %v", err)
+	}
+	if err := stopsOverlap(sequential, 2); err == nil {
+		t.Error("sequential stops passed the check")
+	}
+}
