@@ -59,23 +59,18 @@ func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 // collectGarbage is the kubelet's container GC (kubelet.go:1573, every
 // ContainerGCPeriod): dead containers and sandboxes of pods that are over
 // go, one dead instance per container of a living pod stays (the one
-// `kubectl logs --previous` reads). Nothing is collected before the pod
-// source delivered its first list: until then every pod looks gone.
+// `kubectl logs --previous` reads). Whether a pod is over is the pod
+// workers' answer, as upstream's GC asks them (kuberuntime_gc.go:236-243):
+// deleted and terminated, even while its object is still in the apiserver.
+// Nothing is collected before the pod source delivered its first list:
+// until then every pod looks gone.
 func (k *Kubelet) collectGarbage(ctx context.Context) {
 	if !k.sourcesReady || time.Since(k.lastGC) < k.o.GCPeriod {
 		return
 	}
 	k.lastGC = time.Now()
-	gone := kuberuntime.PodsGone(func(uid types.UID) bool {
-		if _, ok := k.pods.GetPodByUID(uid); ok {
-			return false
-		}
-		// Its worker finished (or, after SyncKnownPods, it has none):
-		// nothing will run or read it again.
-		return k.workers.ShouldPodBeFinished(uid)
-	})
 	res, err := k.manager.GarbageCollect(ctx, kuberuntime.GCOptions{
-		Policy: kuberuntime.DefaultGCPolicy, Pods: gone, AllSourcesReady: true,
+		Policy: kuberuntime.DefaultGCPolicy, Pods: k.workers, AllSourcesReady: true,
 		// only what this node made: the runtime may be shared (NodeLabel)
 		Selector: map[string]string{NodeLabel: k.o.NodeName},
 	})

@@ -43,6 +43,31 @@ func (w *Workers) ShouldPodBeFinished(uid types.UID) bool {
 	return w.podsSynced
 }
 
+// ShouldPodRuntimeBeRemoved: the garbage collector may remove the pod's
+// sandboxes once SyncTerminatingPod succeeded — nothing runs in them
+// (pod_workers.go:704-713).
+func (w *Workers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.pods[uid]; ok {
+		return s.terminated()
+	}
+	return w.podsSynced
+}
+
+// ShouldPodContentBeRemoved: the pod's dead containers and logs may go
+// once it was evicted, or deleted and terminated (:715-724) — not when its
+// object leaves the apiserver, which may come much later (a finalizer) or
+// never (the node lost its connection).
+func (w *Workers) ShouldPodContentBeRemoved(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.pods[uid]; ok {
+		return s.evicted || s.deleted && s.terminated()
+	}
+	return w.podsSynced
+}
+
 // IsPodTerminationRequested: a kill, a delete, or a terminal phase was
 // seen, though containers may still be starting.
 func (w *Workers) IsPodTerminationRequested(uid types.UID) bool {

@@ -85,6 +85,9 @@ func TestLifecycleGracefulDelete(t *testing.T) {
 	if st := state(t, w, pod.UID); st.State != kubelet.SyncPod || w.IsPodTerminationRequested(pod.UID) {
 		t.Fatalf("after create: %+v", st)
 	}
+	if w.ShouldPodRuntimeBeRemoved(pod.UID) || w.ShouldPodContentBeRemoved(pod.UID) {
+		t.Fatal("the garbage collector may not touch a running pod")
+	}
 
 	done := make(chan struct{})
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: deleted(pod, 7), UpdateType: kubetypes.SyncPodUpdate,
@@ -97,6 +100,11 @@ func TestLifecycleGracefulDelete(t *testing.T) {
 		t.Fatal("CompletedCh closed while containers could still run")
 	}
 	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
+	// Deleted and terminated: its content may go now, while its object
+	// may still be in the apiserver (pod_workers.go:715-724).
+	if !w.ShouldPodRuntimeBeRemoved(pod.UID) || !w.ShouldPodContentBeRemoved(pod.UID) {
+		t.Fatal("a deleted, terminated pod's runtime and content must be removable")
+	}
 
 	mu.Lock()
 	want := []string{"SyncPod create", "SyncTerminatingPod", "SyncTerminatedPod"}
@@ -347,6 +355,11 @@ func TestTerminalSyncPodTerminates(t *testing.T) {
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodCreate})
 	waitClosed(t, "SyncTerminatedPod", terminated)
 	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
+	// Terminated but not deleted (a Job's pod): its sandboxes may go, its
+	// containers and logs stay readable (pod_workers.go:704-724).
+	if !w.ShouldPodRuntimeBeRemoved(pod.UID) || w.ShouldPodContentBeRemoved(pod.UID) {
+		t.Fatal("a terminated pod that was not deleted: runtime removable, content kept")
+	}
 	// A finished pod ignores updates; a kill for it completes at once.
 	done := make(chan struct{})
 	w.UpdatePod(kubelet.UpdatePodOptions{Pod: pod, UpdateType: kubetypes.SyncPodKill, KillPodOptions: &kubelet.KillPodOptions{CompletedCh: done}})
@@ -478,6 +491,10 @@ func TestOrphanIsTerminated(t *testing.T) {
 		t.Fatal("the orphan was not terminated")
 	}
 	testenv.PollTrue(t, "finished", patient, func() bool { return state(t, w, pod.UID).Finished })
+	// Gone from the config counts as deleted: terminated, all of it may go.
+	if !w.ShouldPodRuntimeBeRemoved(pod.UID) || !w.ShouldPodContentBeRemoved(pod.UID) {
+		t.Fatal("a terminated orphan's runtime and content must be removable")
+	}
 	if known := w.SyncKnownPods(nil); len(known) != 0 {
 		t.Fatalf("still known: %+v", known)
 	}
