@@ -468,6 +468,8 @@ func TestSecondNodeWithTheSameNameIsRefused(t *testing.T) {
 	list := filepath.Join(t.TempDir(), "missing") + string(os.PathListSeparator) + cp.AdminKubeconfig()
 	first, stateDir := fakeNodeWith(t, name, []string{"KUBECONFIG=" + list})
 	nodeDir := filepath.Join(stateDir, "nodes", name)
+	// The lab removes them once Ready, then prints what to try.
+	first.WaitFor(t, "pods bound to "+name+" appear below", time.Minute)
 	if merged, _ := filepath.Glob(filepath.Join(nodeDir, "merged-*.kubeconfig")); len(merged) != 0 {
 		t.Errorf("the merged admin credentials are still in the node folder: %v", merged)
 	}
