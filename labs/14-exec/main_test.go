@@ -93,7 +93,7 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 		if got, errOut, code := testenv.Kubectl(t, "hello\n", "exec", "-i", pod.Name, "--", "cat"); got != "hello\n" || code != 0 {
 			t.Errorf("echo hello | kubectl exec -i shell -- cat: %q, exit %d, %q", got, code, errOut)
 		}
-		if !strings.Contains(l.Out.String(), "server  GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming") {
+		if !strings.Contains(l.Out.String(), "server  GET /exec/default/shell/shell?command=echo&command=hi&error=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client create nodes/proxy: allowed → upgraded: streaming") {
 			t.Errorf("the lab did not print the exec request as it reached the node server")
 		}
 	})

@@ -23,7 +23,9 @@
 //   - Every request is then authorized by a SubjectAccessReview the node
 //     sends to the apiserver, with the attributes the kubelet's webhook
 //     mode uses (auth.go): verb from the HTTP method, resource nodes,
-//     subresource proxy (or stats, log, pods, healthz…) by path.
+//     subresource proxy (or stats, log, pods, healthz…) by path — except
+//     that exec, attach and port-forward need create whatever the method,
+//     where the kubelet lets a WebSocket GET through with get.
 //   - The runtime's streaming server has no authentication: it listens on
 //     loopback, and its URLs carry a single-use token.
 //

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
@@ -23,16 +25,24 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/keyutil"
 
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
@@ -401,3 +411,132 @@ func selfSigned(t *testing.T) *tls.Certificate {
 
 // stopNode stops the node's server (closing every session) and its heartbeats.
 func stopNode(t *testing.T, n *testNode) { n.stop() }
+
+// userWith gives a new user a client certificate from the cluster CA
+// (through the CSR API, signer kubernetes.io/kube-apiserver-client) and
+// the one RBAC right `verb nodes/proxy`, and waits until the apiserver
+// answers a SubjectAccessReview for that right with allow, so that the
+// node's first question is not answered by an RBAC cache that lags behind.
+func (n *testNode) userWith(t *testing.T, name, verb string) *tls.Certificate {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{verb}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}}}
+	if _, err := n.admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := n.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	testenv.Poll(t, fmt.Sprintf("RBAC to allow %s %s nodes/proxy", name, verb), 30*time.Second, func() (bool, error) {
+		sar, err := n.admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: name, ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: verb, Resource: "nodes", Subresource: "proxy", Name: n.name}}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed, err
+	})
+
+	keyPEM, err := keyutil.MakeEllipticPrivateKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := certutil.MakeCSR(key, &pkix.Name{CommonName: name}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	csrName, uid, err := csr.RequestCertificateWithContext(ctx, n.admin, der, "", certificatesv1.KubeAPIServerClientSignerName, &hour,
+		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), csrName, metav1.DeleteOptions{})
+	})
+	if err := bootstrap.SetApproval(ctx, n.admin, csrName, true, "ServerTest", "a test user"); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := csr.WaitForCertificate(ctx, n.admin, csrName, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// upgradeGet sends what a WebSocket client sends to open a stream — an
+// HTTP GET asking to upgrade to a WebSocket speaking protocol — and
+// returns the status and body of the answer: 101 means the stream is open,
+// so the caller got past authorization.
+func (n *testNode) upgradeGet(t *testing.T, cert *tls.Certificate, path, protocol string) (int, string) {
+	t.Helper()
+	cfg := n.tlsClient(cert).cfg
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", n.srv.Port()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	req, err := http.NewRequest(http.MethodGet, n.url(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	req.Header.Set("Sec-WebSocket-Protocol", protocol)
+	if err := req.Write(c); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return resp.StatusCode, "" // a stream: no body to wait for
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// wsExec runs an exec the way kubectl does against a node that speaks
+// WebSockets (client-go's WebSocket v5 executor, an HTTP GET), straight at
+// the node server with the given client certificate, and returns stdout.
+func (n *testNode) wsExec(t *testing.T, cert *tls.Certificate, path string) (string, error) {
+	t.Helper()
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	cfg := &rest.Config{Host: n.url(""), TLSClientConfig: rest.TLSClientConfig{CAData: n.ca, CertData: certPEM, KeyData: keyPEM}}
+	exec, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, n.url(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+	if errOut.Len() > 0 {
+		t.Logf("exec stderr: %q", errOut.String())
+	}
+	return out.String(), err
+}

@@ -153,6 +153,17 @@ func New(cfg Config) (*Server, error) {
 			NextProtos: []string{"http/1.1"},
 		},
 		ReadHeaderTimeout: 10 * time.Second,
+		// The kubelet's limits (pkg/kubelet/server/server.go:200, 203).
+		// Without an idle timeout (and with no ReadTimeout) a keep-alive
+		// connection nobody uses stays open for ever, one file descriptor
+		// each; 90 s matches http.DefaultTransport's keep-alive, as
+		// upstream's comment says. 1 MiB of headers is Go's default too:
+		// said here so that it does not depend on it. Upstream's 4-hour
+		// ReadTimeout and WriteTimeout (:201-202) are not taken: they are
+		// connection deadlines, and what they would do to an upgraded
+		// stream is a question of its own.
+		IdleTimeout:    90 * time.Second,
+		MaxHeaderBytes: 1 << 20,
 		// The http package reports refused handshakes here ("TLS handshake
 		// error from …: tls: client didn't provide a certificate").
 		ErrorLog: log.New(logWriter(logf), "", 0),

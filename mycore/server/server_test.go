@@ -249,7 +249,8 @@ func TestRefusals(t *testing.T) {
 	})
 	t.Run("node identity lacks nodes/proxy", func(t *testing.T) {
 		code, body, err := n.get(t, certOf(t, n.joined.Config), "/exec/default/"+pod.Name+"/idle?command=true&output=1")
-		want := fmt.Sprintf("Forbidden (user=system:node:%s, verb=get, resource=nodes, subresource(s)=[proxy])", n.name)
+		// exec needs create, even on a GET (auth.go createForStreams).
+		want := fmt.Sprintf("Forbidden (user=system:node:%s, verb=create, resource=nodes, subresource(s)=[proxy])", n.name)
 		if err != nil || code != http.StatusForbidden || !strings.Contains(body, want) {
 			t.Errorf("as the node: %d %q (%v); want 403 %q", code, body, err, want)
 		}
@@ -389,7 +390,7 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 	}
 	waitLines(t, followOut, "tick", 1, 30*time.Second)
 	testenv.PollTrue(t, "the exec session to be open", 30*time.Second, func() bool {
-		return strings.Contains(n.log.String(), "command=cat&error=1&input=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client get nodes/proxy: allowed → upgraded: streaming")
+		return strings.Contains(n.log.String(), "command=cat&error=1&input=1&output=1 [upgrade websocket: v5.channel.k8s.io] user=kube-apiserver-kubelet-client create nodes/proxy: allowed → upgraded: streaming")
 	})
 	// Open all the way to the runtime: a line through cat and back. Our
 	// side is upgraded before the streams to the runtime's streaming server
@@ -415,4 +416,56 @@ func TestStopEndsSessionsWithoutLeaks(t *testing.T) {
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+}
+
+// TestExecNeedsCreate: a WebSocket exec is an HTTP GET, and upstream's
+// kubelet authorizes a GET as `get nodes/proxy` (pkg/kubelet/server/
+// auth.go:86-97), so a grant that reads like read-only access opens a shell
+// in every pod of the node. Ours asks for `create nodes/proxy` on every
+// path that runs or streams into a pod, whatever the HTTP method: a user
+// granted only `get` may still read, but not exec, attach or port-forward;
+// one granted `create` may exec over the same WebSocket GET.
+func TestExecNeedsCreate(t *testing.T) {
+	rt := critest.FakeCRI(t)
+	n := startNode(t, "srv-execverb", rt, true)
+	pod := n.addPod(t, "execverb", sleeper)
+	reader := n.userWith(t, "execverb-reader", "get")
+	execer := n.userWith(t, "execverb-execer", "create")
+
+	t.Run("get nodes/proxy still reads", func(t *testing.T) {
+		code, body, err := n.get(t, reader, "/pods")
+		if err != nil || code != http.StatusOK || !strings.Contains(body, `"name":"execverb"`) {
+			t.Errorf("GET /pods as a user granted get nodes/proxy: %d %.200q (%v); want 200 and the pod", code, body, err)
+		}
+	})
+	t.Run("get nodes/proxy is refused exec, attach and port-forward", func(t *testing.T) {
+		for _, c := range []struct{ path, protocol string }{
+			{"/exec/default/execverb/idle?command=id&output=1&error=1", "v5.channel.k8s.io"},
+			{"/exec/default/execverb/" + string(pod.UID) + "/idle?command=id&output=1&error=1", "v5.channel.k8s.io"},
+			{"/attach/default/execverb/idle?output=1&error=1", "v5.channel.k8s.io"},
+			// kubectl port-forward's: SPDY tunneled in a WebSocket.
+			{"/portForward/default/execverb", "SPDY/3.1+portforward.k8s.io"},
+		} {
+			code, body := n.upgradeGet(t, reader, c.path, c.protocol)
+			want := "Forbidden (user=execverb-reader, verb=create, resource=nodes, subresource(s)=[proxy])"
+			if code != http.StatusForbidden || strings.TrimSpace(body) != want {
+				t.Errorf("WebSocket GET %s (%s) as a user granted only get nodes/proxy: %d %q; want 403 %q", c.path, c.protocol, code, body, want)
+			}
+		}
+		// What a WebSocket client (kubectl's executor) reports for the refusal.
+		out, err := n.wsExec(t, reader, "/exec/default/execverb/idle?command=echo&command=hi&output=1&error=1")
+		if err == nil || !strings.Contains(err.Error(), "403") {
+			t.Errorf("client-go's WebSocket executor as the reader: stdout %q, error %v; want a 403 refusal", out, err)
+		}
+		t.Logf("client-go's WebSocket executor as the reader: %v", err)
+	})
+	t.Run("create nodes/proxy may exec", func(t *testing.T) {
+		out, err := n.wsExec(t, execer, "/exec/default/execverb/idle?command=echo&command=hi&output=1&error=1")
+		if err != nil || out != "hi\n" {
+			t.Errorf("exec echo hi over a WebSocket GET as a user granted create nodes/proxy: %q (%v); want \"hi\\n\"", out, err)
+		}
+		if want := "GET /exec/default/execverb/idle?command=echo&command=hi&output=1&error=1 [upgrade websocket: v5.channel.k8s.io] user=execverb-execer create nodes/proxy: allowed"; !strings.Contains(n.log.String(), want) {
+			t.Errorf("the node server's log lacks %q", want)
+		}
+	})
 }
