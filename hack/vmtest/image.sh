@@ -92,6 +92,8 @@ kver="$(basename "$(ls "${root}"/boot/vmlinuz-* | sort -V | tail -n 1)")"
 kver="${kver#vmlinuz-}"
 cat >"${work}/grub.cfg" <<CFG
 set timeout=0
+insmod part_gpt
+insmod fat
 search --no-floppy --file /vmlinuz --set=root
 linux /vmlinuz root=LABEL=debroot ro console=tty0 console=ttyS0,115200n8
 initrd /initrd.img

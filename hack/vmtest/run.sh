@@ -138,10 +138,15 @@ cp -p "${work}/labs-bin/kubectl" "${seed}/kubectl"
 # (${work}/gomod, ${work}/gocache, the same inside), so that the VM's go
 # finds them cached. Only the build cache's use changes; the commands are the
 # READMEs'.
-GOCACHE="${work}/gocache" GOMODCACHE="${work}/gomod" GOFLAGS=-buildvcs=false \
-	go build ./labs/00-cluster ./labs/01-* ./labs/02-* ./labs/03-* ./labs/04-* ./labs/05-*
-tar -C / -cf "${work}/gocaches.tar" "${work#/}/gocache" "${work#/}/gomod"
-chmod a+r "${work}/gocaches.tar"
+# It runs while the image is built and the VM boots; step 8 waits for it.
+rm -f "${work}/gocaches.tar"
+(
+	GOCACHE="${work}/gocache" GOMODCACHE="${work}/gomod" GOFLAGS=-buildvcs=false \
+		go build ./labs/00-cluster ./labs/01-* ./labs/02-* ./labs/03-* ./labs/04-* ./labs/05-*
+	tar -C / -cf "${work}/gocaches.tar" "${work#/}/gocache" "${work#/}/gomod"
+	chmod a+r "${work}/gocaches.tar"
+) >"${work}/gocache.log" 2>&1 &
+gocache_pid=$!
 ls -la "${seed}"
 
 # --- 4 ----------------------------------------------------------------------
@@ -183,6 +188,7 @@ step "7. inside: repository, state folder, tools, provisioning"
 in_vm bash -l hack/vmtest/guest.sh
 
 step "8. inside: control plane binaries and Go caches copied in"
+wait "${gocache_pid}" || { tail -n 20 "${work}/gocache.log" >&2; exit 1; }
 lima copy "${work}/gocaches.tar" "${name}:/tmp/gocaches.tar"
 lima copy "${work}/readmerun.test" "${name}:/tmp/readmerun.test"
 lima copy -r "${work}/labs-bin" "${name}:/tmp/labs-bin"
