@@ -56,7 +56,7 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	linux-image-cloud-amd64 initramfs-tools cloud-init cloud-guest-utils openssh-server sudo \
 	libpam-systemd dbus-user-session locales systemd-timesyncd ifupdown isc-dhcp-client \
-	netbase iproute2 iputils-ping procps less python3 curl e2fsprogs fdisk >/dev/null
+	netbase iproute2 iputils-ping procps less python3 curl e2fsprogs fdisk zstd >/dev/null
 sed -i "s/^# *en_US.UTF-8/en_US.UTF-8/" /etc/locale.gen && locale-gen >/dev/null
 apt-get clean
 ' >"${work}/chroot.log" 2>&1 || { tail -n 30 "${work}/chroot.log" >&2; exit 1; }
@@ -68,6 +68,9 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 	log "CA certificates copied: $(cd /usr/local/share/ca-certificates && echo *.crt)"
 fi
 
+# zstd above: initramfs-tools compresses with it; without it every package
+# with an initramfs hook (fuse3, which Lima installs for sshfs) made the first
+# boot gzip the initrd for minutes under TCG.
 # What Debian's cloud image sets up: root file system by label, DHCP on the
 # first NIC (cloud-init's network config from Lima takes over), a serial
 # console for Lima's serial log.
@@ -76,7 +79,8 @@ echo 'LABEL=debroot / ext4 rw,discard,errors=remount-ro 0 1' >"${root}/etc/fstab
 echo debian >"${root}/etc/hostname"
 : >"${root}/etc/machine-id"
 rm -f "${root}"/etc/ssh/ssh_host_*
-echo 'datasource_list: [ NoCloud, None ]' >"${root}/etc/cloud/cloud.cfg.d/90-vmtest.cfg"
+# As Debian's cloud image: the hostname resolves (else every sudo warns).
+printf 'datasource_list: [ NoCloud, None ]\nmanage_etc_hosts: true\n' >"${root}/etc/cloud/cloud.cfg.d/90-vmtest.cfg"
 
 if [ -n "${seed}" ]; then
 	mkdir -p "${root}/var/cache/kubelet-labs/seed"
