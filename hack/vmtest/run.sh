@@ -24,7 +24,9 @@
 # VMTEST_LABS (01,02,03,04,05), VMTEST_LABS_BIN (control plane binaries
 # built on the host to copy into the VM's state folder; default: built here
 # with `go run ./labs/00-cluster --build-only`), VMTEST_KVM=1 (use KVM as
-# Lima asks, no TCG wrapper), VMTEST_KEEP=1 (leave the VM running).
+# Lima asks, no TCG wrapper), VMTEST_KEEP=1 (leave the VM running),
+# VMTEST_START_TIMEOUT (limactl start --timeout, 90m: the first run here, under
+# TCG on 2 busy cores, hit 40m while vm.yaml was still provisioning).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -179,7 +181,7 @@ if [ "${VMTEST_KVM:-}" != 1 ]; then
 fi
 lima delete -f "${name}" >/dev/null 2>&1 || true
 images="$(printf '.images=[{"location":"%s","arch":"x86_64"}]' "${image}")"
-(cd "${dest}" && lima start --tty=false --name="${name}" --timeout=40m \
+(cd "${dest}" && lima start --tty=false --name="${name}" --timeout="${VMTEST_START_TIMEOUT:-90m}" \
 	--cpus="${VMTEST_CPUS:-2}" --memory="${VMTEST_MEMORY:-4}" --set "${images}" vm.yaml)
 
 in_vm() { (cd "${dest}" && lima shell --workdir "${dest}" "${name}" "$@"); }
