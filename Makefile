@@ -40,3 +40,11 @@ clean:
 		echo "make clean: $$other belongs to another user (root: our containerd); run 'sudo scripts/containerd-down.sh' first, then make clean" >&2; exit 1; \
 	fi; \
 	rm -rf "$$state" && echo "removed $$state"
+
+## vm-test: boot vm.yaml with Lima (built from its Go module) on an offline
+## Debian 12 image, as the unprivileged user learner, under QEMU (TCG when
+## KVM cannot run it), and run labs 00-05's READMEs inside it; then stop and
+## delete the VM. As root, on Linux x86_64. hack/vmtest/run.sh
+.PHONY: vm-test
+vm-test:
+	hack/vmtest/run.sh

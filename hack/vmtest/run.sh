@@ -1,0 +1,221 @@
+#!/bin/bash
+# hack/vmtest/run.sh (make vm-test): boot vm.yaml, as committed, with Lima and
+# run the first labs inside it as a learner. Run as root from the repository
+# root on a Linux x86_64 machine with Debian's apt; needs no internet but
+# Debian's apt mirror and the Go module proxy. Every step is timed.
+#
+#  1. host packages (QEMU, OVMF, debootstrap, mtools, GRUB's EFI files)
+#  2. Lima at the version hack/envcheck/go.mod pins, built from its Go module
+#     (bin/limactl + share/lima/lima-guestagent.Linux-x86_64.gz)
+#  3. the seed the VM cannot download here: kind (go install) and kubectl
+#     (built from this module's k8s.io/kubernetes), and the Go build cache of
+#     labs 00-05, so the VM need not compile Kubernetes' client under TCG
+#  4. an offline Debian 12 image (hack/vmtest/image.sh)
+#  5. limactl start vm.yaml as the unprivileged learner, only `images`
+#     overridden (--set); QEMU under TCG when KVM cannot run it
+#  6. inside the VM, as the learner: hack/vmtest/guest.sh (repository
+#     read-only, LABS_STATE_DIR on the VM's disk, tools at their pins, how
+#     provisioning got them), then lab 00 and the READMEs of labs 00-05 with
+#     internal/readmerun (test binary built here)
+#  7. limactl stop, limactl delete, and nothing of the VM left
+#
+# Knobs (environment): VMTEST_DIR (work folder, /var/tmp/vmtest),
+# VMTEST_USER (learner), VMTEST_CPUS (2), VMTEST_MEMORY (GiB, 4),
+# VMTEST_LABS (01,02,03,04,05), VMTEST_LABS_BIN (control plane binaries
+# built on the host to copy into the VM's state folder; default: built here
+# with `go run ./labs/00-cluster --build-only`), VMTEST_KVM=1 (use KVM as
+# Lima asks, no TCG wrapper), VMTEST_KEEP=1 (leave the VM running),
+# VMTEST_START_TIMEOUT (limactl start --timeout, 90m: the first run here, under
+# TCG on 2 busy cores, hit 40m while vm.yaml was still provisioning).
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+work="${VMTEST_DIR:-/var/tmp/vmtest}"
+user="${VMTEST_USER:-learner}"
+labs="${VMTEST_LABS:-01,02,03,04,05}"
+name=vmtest
+cd "${repo}"
+
+[ "$(id -u)" = 0 ] || { echo "vm-test: run as root (it installs packages and builds the image); the VM itself runs as ${user}" >&2; exit 1; }
+[ "$(uname -m)" = x86_64 ] || { echo "vm-test: x86_64 hosts only" >&2; exit 1; }
+id "${user}" >/dev/null 2>&1 || useradd -m -s /bin/bash "${user}"
+home="$(getent passwd "${user}" | cut -d: -f6)"
+lima_home="${home}/.lima-vmtest"
+
+mkdir -p "${work}"
+chmod 0755 "${work}"
+times="${work}/times.txt"
+: >"${times}"
+t_all=${SECONDS}
+step() { # step NAME: time what follows until the next step
+	step_end
+	step_name="$1"
+	step_t=${SECONDS}
+	printf '\n=== vm-test: %s\n' "$1"
+}
+step_end() {
+	if [ -n "${step_name:-}" ]; then
+		printf '%-58s %5d s\n' "${step_name}" $((SECONDS - step_t)) | tee -a "${times}"
+		step_name=
+	fi
+}
+as_user() { runuser -u "${user}" -- env HOME="${home}" LIMA_HOME="${lima_home}" PATH="${work}/lima/bin:${PATH}" ${qemu_env:+"${qemu_env}"} "$@"; }
+lima() { as_user limactl "$@"; }
+
+cleanup() {
+	rc=$?
+	step_end
+	if [ "${VMTEST_KEEP:-}" != 1 ] && [ -d "${lima_home}/${name}" ]; then
+		echo "vm-test: deleting the VM" >&2
+		lima delete -f "${name}" >/dev/null 2>&1 || true
+	fi
+	if [ -f "${lima_home}/${name}/qemu.pid" ]; then
+		kill "$(cat "${lima_home}/${name}/qemu.pid")" 2>/dev/null || true
+	fi
+	echo
+	echo "=== vm-test times (also in ${times})"
+	cat "${times}"
+	printf '%-58s %5d s\n' "total" $((SECONDS - t_all))
+	[ "${rc}" = 0 ] && echo "vm-test: PASS" || echo "vm-test: FAIL (exit ${rc})"
+	exit "${rc}"
+}
+trap cleanup EXIT
+
+# --- 1 ----------------------------------------------------------------------
+step "1. host packages"
+pkgs=(qemu-system-x86 qemu-utils ovmf debootstrap mtools dosfstools grub-efi-amd64-bin openssh-sftp-server e2fsprogs fdisk)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "${p}" 2>/dev/null | grep -q 'ok installed' || missing+=("${p}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- 2 ----------------------------------------------------------------------
+# Modules this machine already has come from its module cache first (a go
+# build here once sat for minutes on the proxy while another go held the
+# cache), then from the Go module proxy; go.sum checks them either way.
+export GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+lima_version="$(awk '$1 == "github.com/lima-vm/lima" { print $2 }' hack/envcheck/go.mod)"
+step "2. Lima ${lima_version} from its Go module"
+if [ "$("${work}/lima/bin/limactl" --version 2>/dev/null)" != "limactl version ${lima_version#v}" ] ||
+	[ ! -f "${work}/lima/share/lima/lima-guestagent.Linux-x86_64.gz" ]; then
+	src="$(go mod download -json "github.com/lima-vm/lima@${lima_version}" | awk -F'"' '$2 == "Dir" { print $4 }')"
+	rm -rf "${work}/lima-src" "${work}/lima"
+	cp -r "${src}" "${work}/lima-src"
+	chmod -R u+w "${work}/lima-src"
+	mkdir -p "${work}/lima/bin" "${work}/lima/share/lima"
+	ldflags="-s -w -X github.com/lima-vm/lima/pkg/version.Version=${lima_version#v}"
+	(cd "${work}/lima-src" && go build -ldflags "${ldflags}" -o "${work}/lima/bin/limactl" ./cmd/limactl)
+	(cd "${work}/lima-src" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags "${ldflags}" -o "${work}/lima/share/lima/lima-guestagent.Linux-x86_64" ./cmd/lima-guestagent)
+	gzip -f "${work}/lima/share/lima/lima-guestagent.Linux-x86_64"
+	rm -rf "${work}/lima-src"
+fi
+"${work}/lima/bin/limactl" --version
+
+# --- 3 ----------------------------------------------------------------------
+step "3. seed: kind, kubectl, control plane, Go build cache"
+seed="${work}/seed"
+mkdir -p "${seed}"
+kind_version="$(awk '$1 == "sigs.k8s.io/kind" { print $2 }' hack/envcheck/go.mod)"
+if [ "$("${seed}/kind" version 2>/dev/null | awk '{ print $2 }')" != "${kind_version}" ]; then
+	GOBIN="${seed}" GOFLAGS=-mod=mod go install "sigs.k8s.io/kind@${kind_version}"
+fi
+labs_bin="${VMTEST_LABS_BIN:-}"
+if [ -z "${labs_bin}" ]; then
+	labs_bin="${work}/labs/bin"
+	LABS_STATE_DIR="${work}/labs" go run ./labs/00-cluster --build-only
+fi
+mkdir -p "${work}/labs-bin"
+for b in etcd kube-apiserver kube-controller-manager kubectl kwok crictl .kubernetes-version; do
+	[ -e "${labs_bin}/${b}" ] && cp -p "${labs_bin}/${b}" "${work}/labs-bin/${b}"
+done
+chmod -R a+rX "${work}/labs-bin"
+cp -p "${work}/labs-bin/kubectl" "${seed}/kubectl"
+# The READMEs `go run` the labs. Their dependencies (Kubernetes' client,
+# apimachinery...) take many minutes to compile under TCG: compile them here,
+# with the Go module and build caches at the paths the VM uses
+# (${work}/gomod, ${work}/gocache, the same inside), so that the VM's go
+# finds them cached. Only the build cache's use changes; the commands are the
+# READMEs'.
+# It runs while the image is built and the VM boots; step 8 waits for it.
+rm -f "${work}/gocaches.tar"
+(
+	GOCACHE="${work}/gocache" GOMODCACHE="${work}/gomod" GOFLAGS=-buildvcs=false \
+		go build ./labs/00-cluster ./labs/01-* ./labs/02-* ./labs/03-* ./labs/04-* ./labs/05-*
+	tar -C / -cf "${work}/gocaches.tar" "${work#/}/gocache" "${work#/}/gomod"
+	chmod a+r "${work}/gocaches.tar"
+) >"${work}/gocache.log" 2>&1 &
+gocache_pid=$!
+ls -la "${seed}"
+
+# --- 4 ----------------------------------------------------------------------
+step "4. offline Debian 12 image"
+image="${work}/debian-12.qcow2"
+if [ "${VMTEST_REUSE_IMAGE:-}" != 1 ] || [ ! -f "${image}" ]; then
+	hack/vmtest/image.sh "${image}" "${seed}"
+fi
+chmod a+r "${image}"
+
+# --- 5 ----------------------------------------------------------------------
+step "5. the repository in ${user}'s home, the README runner"
+# vm.yaml mounts the learner's home: the repository goes there, as a
+# learner's clone with this working tree's changes.
+dest="${home}/src/kubelet-labs"
+rm -rf "${dest}"
+mkdir -p "${home}/src"
+git clone -q --no-hardlinks "${repo}" "${dest}"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "${dest}" -xf -
+chown -R "${user}:" "${home}/src"
+go test -c -o "${work}/readmerun.test" ./internal/readmerun
+chmod a+rx "${work}/readmerun.test"
+
+step "6. limactl start vm.yaml (as ${user})"
+qemu_env=
+if [ "${VMTEST_KVM:-}" != 1 ]; then
+	# No usable KVM here: see hack/vmtest/qemu-tcg.sh.
+	install -m 0755 hack/vmtest/qemu-tcg.sh "${work}/qemu-tcg"
+	qemu_env="QEMU_SYSTEM_X86_64=${work}/qemu-tcg"
+fi
+lima delete -f "${name}" >/dev/null 2>&1 || true
+images="$(printf '.images=[{"location":"%s","arch":"x86_64"}]' "${image}")"
+(cd "${dest}" && lima start --tty=false --name="${name}" --timeout="${VMTEST_START_TIMEOUT:-90m}" \
+	--cpus="${VMTEST_CPUS:-2}" --memory="${VMTEST_MEMORY:-4}" --set "${images}" vm.yaml)
+
+in_vm() { (cd "${dest}" && lima shell --workdir "${dest}" "${name}" "$@"); }
+
+step "7. inside: repository, state folder, tools, provisioning"
+in_vm bash -l hack/vmtest/guest.sh
+
+step "8. inside: control plane binaries and Go caches copied in"
+wait "${gocache_pid}" || { tail -n 20 "${work}/gocache.log" >&2; exit 1; }
+lima copy "${work}/gocaches.tar" "${name}:/tmp/gocaches.tar"
+lima copy "${work}/readmerun.test" "${name}:/tmp/readmerun.test"
+lima copy -r "${work}/labs-bin" "${name}:/tmp/labs-bin"
+in_vm bash -lc 'set -e; sudo tar -C / -xf /tmp/gocaches.tar && sudo chown -R "$(id -u):$(id -g)" '"${work}"' && rm /tmp/gocaches.tar
+mkdir -p "$LABS_STATE_DIR/bin" && cp -a /tmp/labs-bin/. "$LABS_STATE_DIR/bin/" && rm -rf /tmp/labs-bin
+ls -la "$LABS_STATE_DIR/bin"'
+
+step "9. inside: READMEs of labs 00 and ${labs} (internal/readmerun)"
+in_vm bash -lc "LABS_README='${labs}' GOCACHE='${work}/gocache' GOMODCACHE='${work}/gomod' /tmp/readmerun.test -test.run '^TestLabREADMEs\$' -test.v -test.timeout 90m 2>&1 | tee /tmp/readmerun.log; exit \${PIPESTATUS[0]}"
+
+if [ "${VMTEST_KEEP:-}" = 1 ]; then
+	step_end
+	echo "vm-test: VMTEST_KEEP=1: the VM is left running: sudo -u ${user} LIMA_HOME=${lima_home} ${work}/lima/bin/limactl shell ${name}"
+	exit 0
+fi
+
+step "10. limactl stop and delete; nothing left"
+lima stop "${name}"
+lima delete "${name}"
+if [ -e "${lima_home}/${name}" ]; then
+	echo "vm-test: ${lima_home}/${name} is still there after limactl delete" >&2
+	exit 1
+fi
+if pgrep -u "${user}" -f "qemu-system-x86_64.*${lima_home}/${name}" >/dev/null; then
+	echo "vm-test: a QEMU process of the VM is still running after limactl delete" >&2
+	exit 1
+fi
+step_end
