@@ -97,7 +97,8 @@ fi
 # Modules this machine already has come from its module cache first (a go
 # build here once sat for minutes on the proxy while another go held the
 # cache), then from the Go module proxy; go.sum checks them either way.
-export GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+export GOPROXY
 lima_version="$(awk '$1 == "github.com/lima-vm/lima" { print $2 }' hack/envcheck/go.mod)"
 step "2. Lima ${lima_version} from its Go module"
 if [ "$("${work}/lima/bin/limactl" --version 2>/dev/null)" != "limactl version ${lima_version#v}" ] ||
