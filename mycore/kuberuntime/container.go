@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,12 +27,18 @@ type PodIPs struct {
 // ContainerConfig is generateContainerConfig (kuberuntime_container.go:343)
 // for what our node supports: command and args with $(VAR) expanded, env,
 // working dir, the kubelet's labels and annotations, the log file
-// NAME/RESTARTCOUNT.log, stdin/tty, and the Linux namespaces. Left out:
-// volumes and mounts, devices, resources, security context, the image's
-// user. restartCount goes into Metadata.Attempt and the annotation, so each
-// restart is a new container with a new log file.
-func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, ips PodIPs) (*runtimeapi.ContainerConfig, error) {
+// NAME/RESTARTCOUNT.log, stdin/tty, the Linux namespaces and the security
+// context (security.go; user is the image's, for runAsNonRoot). Left out:
+// volumes and mounts, devices, resources. restartCount goes into
+// Metadata.Attempt and the annotation, so each restart is a new container
+// with a new log file. An error is a container this node will not run as
+// asked (StartContainer reports it as CreateContainerConfigError).
+func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, ips PodIPs, user ImageUser) (*runtimeapi.ContainerConfig, error) {
 	envs, err := containerEnv(pod, c, ips)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := m.containerSecurity(pod, c, user)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +57,7 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		StdinOnce: c.StdinOnce,
 		Tty:       c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+			SecurityContext: sc,
 		},
 	}
 	for _, e := range envs {
@@ -122,6 +129,21 @@ func podField(pod *v1.Pod, path string, ips PodIPs) (string, error) {
 	return "", fmt.Errorf("fieldRef %q is not supported on this node", path)
 }
 
+// configError is a container the kubelet could not configure: the sync
+// result says CreateContainerConfigError, as upstream's startContainer does
+// (kuberuntime_container.go:254-262), not RunContainerError — the runtime
+// was never asked.
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
+// IsConfigError reports whether StartContainer refused the container before
+// asking the runtime (unsupported env or securityContext, runAsNonRoot).
+func IsConfigError(err error) bool {
+	var c configError
+	return errors.As(err, &c)
+}
+
 // StartContainer is startContainer (kuberuntime_container.go:200) without
 // hooks: make sure the image is there, count the restart, create, start.
 // The restart count is the last instance's plus one (:222-227): the
@@ -134,9 +156,13 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 	if last := podStatus.FindContainerStatusByName(c.Name); last != nil {
 		restartCount = last.RestartCount + 1
 	}
-	cfg, err := m.ContainerConfig(pod, c, restartCount, ips)
+	user, err := m.imageUser(ctx, c.Image)
 	if err != nil {
-		return "", err
+		return "", configError{err}
+	}
+	cfg, err := m.ContainerConfig(pod, c, restartCount, ips, user)
+	if err != nil {
+		return "", configError{err}
 	}
 	// The runtime opens the log file; the kubelet makes its folder (:361).
 	logDir := kubekr.BuildContainerLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID, c.Name)

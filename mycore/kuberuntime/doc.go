@@ -9,6 +9,8 @@
 //     RunPodSandbox, then CreateContainer + StartContainer per container —
 //     with the labels and annotations the kubelet writes, so the pod cache
 //     (mycore/plegruntime) reads back restart counts and container hashes.
+//   - security.go: the pod's securityContext as the CRI's sandbox and
+//     container security contexts; what it does not map is refused.
 //   - kill.go: stopping containers and pods (killContainer, KillPod).
 //   - gc.go: removing what is dead (kuberuntime_gc.go).
 package kuberuntime

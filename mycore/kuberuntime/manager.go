@@ -8,10 +8,11 @@ import (
 // workers: it keeps no per-pod state (the runtime and its labels are the
 // state, as for the kubelet).
 type Manager struct {
-	cri        *cri.Client
-	podLogsDir string
-	labels     map[string]string
-	log        func(format string, args ...any)
+	cri         *cri.Client
+	podLogsDir  string
+	seccompRoot string
+	labels      map[string]string
+	log         func(format string, args ...any)
 	// liveness and startup are the prober's results (Options).
 	liveness, startup ProbeResults
 }
@@ -23,6 +24,11 @@ type Options struct {
 	// with N its restart count. Required: a container with no log is one
 	// kubectl logs cannot show.
 	PodLogsDir string
+	// SeccompProfileRoot is the folder of Localhost seccomp profiles (the
+	// kubelet's ROOT/seccomp). The runtime, as root, reads the file it
+	// names, so it belongs in a folder only root can write. Empty: pods
+	// asking for a Localhost profile are refused.
+	SeccompProfileRoot string
 	// Labels are added to every sandbox and container, so one runtime can
 	// serve several nodes that each list only their own (runtime.WithLabels).
 	Labels map[string]string
@@ -37,7 +43,7 @@ type Options struct {
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, labels: o.Labels, log: o.Log, liveness: o.Liveness, startup: o.Startup}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, log: o.Log, liveness: o.Liveness, startup: o.Startup}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

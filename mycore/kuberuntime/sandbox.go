@@ -17,9 +17,10 @@ import (
 // SandboxConfig is generatePodSandboxConfig (kuberuntime_sandbox.go:78)
 // for what our node supports: metadata with the attempt number, the
 // kubelet's labels, the pod's annotations, hostname, log folder, host
-// ports and the Linux namespaces. Left out: DNS (the runtime then gives the
-// pod no resolv.conf of the cluster), cgroup parent, sysctls, seccomp and
-// resources.
+// ports, the Linux namespaces and the pod's security context
+// (sandboxSecurity). Left out: DNS (the runtime then gives the pod no
+// resolv.conf of the cluster), cgroup parent, sysctls (refused, see
+// unsupportedSecurity) and resources.
 func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -29,7 +30,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Annotations:  pod.Annotations,
 		LogDirectory: kubekr.BuildPodLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+			SecurityContext: sandboxSecurity(pod),
 		},
 	}
 	if !kubecontainer.IsHostNetworkPod(pod) {

@@ -100,7 +100,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return wait
 		}
 		if _, err := m.StartContainer(ctx, sandboxID, sandboxCfg, pod, c, podStatus, node); err != nil {
-			r.Fail(kubecontainer.ErrRunContainer, err.Error())
+			reason := kubecontainer.ErrRunContainer
+			if IsConfigError(err) {
+				reason = kubekr.ErrCreateContainerConfig
+			}
+			r.Fail(reason, err.Error())
 			return err
 		}
 		if last := lastExited(podStatus, c.Name); last != nil && backOff != nil {

@@ -40,6 +40,15 @@
 //
 // Every other container exits at once with 143 (128+SIGTERM).
 //
+// # Security context
+//
+// The sandbox's and the container's Linux security context are accepted
+// whatever they say, and only runAsUser and runAsGroup are used: `id` in a
+// container or an exec reports them. Capabilities, privileged, the
+// read-only root filesystem, no_new_privs, seccomp, masked and read-only
+// paths and supplemental groups are ignored — there is no process for them
+// to restrict. Tests of what they enforce run on containerd.
+//
 // # Entry points
 //
 // New returns an in-process Runtime (it implements
