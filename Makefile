@@ -29,17 +29,12 @@ test:
 build:
 	go run ./labs/00-cluster --build-only
 
-## clean: remove all run-time state. As root it first stops our containerd;
-## as the learner it refuses (and names the one root command to run first)
-## while root's containerd folder is still in the state folder, instead of
-## failing half-way through rm.
+## clean: remove the state folder (.labs/ or LABS_STATE_DIR) — only one
+## the labs made (it has their marker file) and nothing of the labs still
+## runs in (no lock held); scripts/clean-state.sh. Root's containerd tree is
+## removed by `sudo scripts/containerd-down.sh --purge`.
 clean:
-	@state="$${LABS_STATE_DIR:-.labs}"; \
-	if [ "$$(id -u)" = 0 ]; then scripts/containerd-down.sh || exit 1; \
-	elif [ -d "$$state" ] && other="$$(find "$$state" -maxdepth 3 -type d ! -user "$$(id -u)" -print -quit)" && [ -n "$$other" ]; then \
-		echo "make clean: $$other belongs to another user (root: our containerd); run 'sudo scripts/containerd-down.sh' first, then make clean" >&2; exit 1; \
-	fi; \
-	rm -rf "$$state" && echo "removed $$state"
+	scripts/clean-state.sh
 
 ## vm-test: boot vm.yaml with Lima (built from its Go module) on an offline
 ## Debian 12 image, as the unprivileged user learner, under QEMU (TCG when

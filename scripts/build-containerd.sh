@@ -4,7 +4,9 @@
 #   scripts/build-containerd.sh           # builds <state>/bin/containerd-v2.2.9/ if missing
 #   scripts/build-containerd.sh --force   # rebuilds it
 #
-# Three programs land in ${LABS_STATE_DIR:-<repo>/.labs}/bin/containerd-<version>/:
+# Three programs land in root's tree, /var/lib/kubelet-labs/bin/containerd-<version>/
+# (LABS_ROOT_DIR; see scripts/containerd/lib.sh): root runs them, so they
+# live where only root can replace them. Run as root (containerd-up.sh does):
 #   containerd               the daemon (with its CRI plugin)
 #   containerd-shim-runc-v2  the shim it starts per pod; runs Debian's runc
 #   ctr                      the client the up script imports images with
@@ -31,10 +33,39 @@ esac
 MODULE=github.com/containerd/containerd/v2
 out="${CONTAINERD2_BIN_DIR}"
 bin_dir="$(dirname "${out}")"
-mkdir -p "${bin_dir}"
+[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0): containerd goes to root's ${bin_dir}, where only root can replace what root runs"
+make_root_dir "${LABS_ROOT}"
+make_root_dir "${bin_dir}"
 
-command -v go >/dev/null ||
+go_bin="$(command -v go)" ||
 	die "Go is needed to build containerd ${CONTAINERD2_VERSION} (https://go.dev/dl/), or use Debian's containerd 1.6: LABS_CONTAINERD=1.6"
+go_bin="$(realpath "${go_bin}")"
+# Root runs this go and what it compiles: it must be root's, and so must the
+# module and build caches it reads (a poisoned cache is code root runs).
+# A go env file only if root's (not that of whoever's HOME sudo kept);
+# GOFLAGS cleared: no -toolexec; GOTOOLCHAIN=local: no toolchain fetched into
+# a cache; the checksum database stays on (GONOSUMDB, GOPRIVATE, GOINSECURE
+# cleared).
+check_root_owned "${go_bin}"
+goenv="$("${go_bin}" env GOENV)"
+if [ "${goenv}" = off ] || ! (check_root_owned "${goenv}") 2>/dev/null; then goenv=off; fi
+export GOENV="${goenv}"
+go_root_env() {
+	local mod cache
+	mod="$("${go_bin}" env GOMODCACHE)"
+	cache="$("${go_bin}" env GOCACHE)"
+	if ! (check_root_owned "${mod}") 2>/dev/null; then mod="${LABS_ROOT}/go/mod"; fi
+	if ! (check_root_owned "${cache}") 2>/dev/null; then cache="${LABS_ROOT}/go/cache"; fi
+	check_root_owned "${mod}"
+	check_root_owned "${cache}"
+	echo "GOMODCACHE=${mod}"
+	echo "GOCACHE=${cache}"
+}
+mapfile -t go_env < <(go_root_env)
+[ "${#go_env[@]}" -eq 2 ] || die "no root-owned Go module and build cache"
+export GOFLAGS='' GOTOOLCHAIN=local GOWORK=off GONOSUMDB='' GONOSUMCHECK='' GOPRIVATE='' GOINSECURE='' "${go_env[@]}"
+[ "${GOSUMDB:-}" != off ] || die "GOSUMDB=off: root builds containerd only with the Go checksum database on"
+go() { "${go_bin}" "$@"; }
 
 built() {
 	local p

@@ -19,6 +19,13 @@ MODULE=sigs.k8s.io/kwok
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state_dir="${LABS_STATE_DIR:-${repo_root}/.labs}"
 bin_dir="${state_dir}/bin"
+# A state folder this script makes gets the labs' marker (internal/state):
+# the labs use, and `make clean` removes, only a marked folder.
+if [ ! -e "${state_dir}" ]; then
+	mkdir -p "${state_dir}"
+	chmod 0700 "${state_dir}"
+	: >"${state_dir}/.kubelet-labs-state"
+fi
 out="${bin_dir}/kwok"
 
 force=false

@@ -7,12 +7,13 @@
 #
 #   sudo scripts/containerd-down.sh                 # every flavour there is
 #   sudo scripts/containerd-down.sh --version 1.6   # only that one
+#   sudo scripts/containerd-down.sh --purge         # all, then root's whole tree
 #
 # Then it checks: if anything of ours is still there it says what and exits 1.
 # Idempotent: running it when nothing runs is fine (and also checks).
-# Built binaries, images and configs stay in the state folder (a restart
-# skips rebuilding them). Also stops a containerd an older containerd-up.sh
-# ran directly in <state>/containerd/ (one instance, no flavour folders).
+# Built binaries and images stay in root's tree, /var/lib/kubelet-labs (a
+# restart skips rebuilding them); --purge removes that tree too, once
+# nothing of ours runs. It never touches the learner's state folder.
 set -euo pipefail
 # say where it stopped: set -e alone exits silently
 trap 'echo "containerd-down: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
@@ -20,10 +21,15 @@ trap 'echo "containerd-down: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ER
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
 
-usage() { die "usage: $0 [--version FLAVOURS]   (FLAVOURS: ${KNOWN_FLAVOURS[*]}, a comma list, or all; default: every flavour there is)"; }
+usage() { die "usage: $0 [--version FLAVOURS] [--purge]   (FLAVOURS: ${KNOWN_FLAVOURS[*]}, a comma list, or all; default: every flavour there is)"; }
 requested=all
+purge=false
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--purge)
+		purge=true
+		shift
+		;;
 	--version)
 		[ $# -ge 2 ] || usage
 		requested="$2"
@@ -41,23 +47,25 @@ mapfile -t named < <(parse_flavours "${requested}")
 
 need_root
 t0="$(now)"
+check_root_owned "${LABS_ROOT}"
 if [ ! -d "${TOP}" ]; then
 	log "no ${TOP}: no containerd of ours was started here"
+	if [ "${purge}" = true ] && [ -d "${LABS_ROOT}" ]; then
+		rm -rf --one-file-system "${LABS_ROOT}"
+		log "removed ${LABS_ROOT}"
+	fi
 	exit 0
 fi
-# one up or down at a time on this state folder
+check_root_owned "${TOP}"
+# one up or down at a time
 exec 8>"${TOP}/.up-down.lock"
 flock 8
 
-# what to stop: the named flavours that have a folder, plus the legacy
-# instance when stopping everything
+# what to stop: the named flavours that have a folder
 targets=()
 for f in "${named[@]}"; do
 	[ -d "${TOP}/${f}" ] && targets+=("${f}")
 done
-if [ "${requested}" = all ] && legacy_present; then
-	targets+=(legacy)
-fi
 
 failed=0
 report() { # FLAVOUR LEFTOVERS
@@ -71,11 +79,6 @@ for f in "${targets[@]}"; do
 	use_flavour "${f}"
 	cleanup_all
 	report "${f}" "$(leftovers)"
-	if [ "${f}" = legacy ] && [ -z "$(leftovers)" ]; then
-		# the old layout is gone for good: a later up or down sees flavours only
-		rm -f "${CONF}"
-		rm -rf "${D}/cni"
-	fi
 done
 
 # 2. the fixed host paths and ip_forward, once all of them are stopped
@@ -104,22 +107,16 @@ fi
 
 [ "${failed}" -eq 0 ] || exit 1
 
-# 4. nothing of ours runs any more: remove root's folder and root's build of
-# containerd from the learner's state folder, so that the learner's own
-# `make clean` (not root) can remove the rest.
-still=0
-for f in "${KNOWN_FLAVOURS[@]}"; do
-	use_flavour "${f}"
-	[ -z "$(containerd_pids)" ] || still=1
-done
-if [ "${still}" -eq 0 ] && ! legacy_present; then
-	exec 8>&-
-	rm -rf --one-file-system "${TOP}"
-	for b in "${LABS_STATE}"/bin/containerd-v*; do
-		[ -d "${b}" ] && [ "$(stat -c %u "${b}")" = 0 ] && rm -rf --one-file-system "${b}"
-		rm -f "${LABS_STATE}/bin/.containerd-build.lock"
+# 4. --purge: nothing of ours runs any more, so root's whole tree goes —
+# the built containerd and the images too (the next up rebuilds them).
+if [ "${purge}" = true ]; then
+	for f in "${KNOWN_FLAVOURS[@]}"; do
+		use_flavour "${f}"
+		[ -z "$(containerd_pids)" ] || die "containerd ${f} still runs; not purging ${LABS_ROOT}"
 	done
-	log "removed ${TOP} (and root's containerd build in ${LABS_STATE}/bin): make clean may now run as you"
+	exec 8>&-
+	rm -rf --one-file-system "${LABS_ROOT}"
+	log "removed ${LABS_ROOT}"
 fi
 if [ "${#targets[@]}" -eq 0 ]; then
 	log "no containerd of ours in ${TOP}; nothing to stop"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a private containerd for the real-runtime labs (11-containerd and
-# later) on a unix socket in the state folder, with offline images.
+# later) on a unix socket in root's tree (/var/lib/kubelet-labs), with
+# offline images, and hand the socket to the learner who ran sudo.
 #
 #   sudo scripts/containerd-up.sh                    # containerd 2.2 (the default)
 #   sudo scripts/containerd-up.sh --version 1.6      # the distribution's (Debian 12: 1.6.20)
@@ -9,15 +10,15 @@
 #
 # Flavours (LABS_CONTAINERD=... does what --version does; the flag wins):
 #   2.2  containerd v2.2.x (pinned in scripts/containerd/lib.sh), built from
-#        its Go module by scripts/build-containerd.sh into <state>/bin/ the
+#        its Go module by scripts/build-containerd.sh into <root>/bin/ the
 #        first time (needs Go; a few minutes), config `version = 3`
 #   1.6  the distribution's containerd from apt (Debian 12: 1.6.20, end of
 #        life, installed in seconds), config `version = 2`
 # Both use the distribution's runc and CNI plugins and the same offline images.
-# Each runs in its own folder <state>/containerd/<flavour>/ with its own
+# Each runs in its own folder <root>/containerd/<flavour>/ with its own
 # socket, bridge (labs22, labs16) and subnet (10.231.22.0/24, 10.231.16.0/24).
 # The labs use the first flavour named: its env and crictl.yaml are copied to
-# <state>/containerd/env and crictl.yaml (mycore/cri reads that env file). A
+# <root>/containerd/env and crictl.yaml (internal/labruntime reads that env file). A
 # flavour already running and not named keeps running.
 #
 # What it does (idempotent; a second run reuses a healthy instance):
@@ -31,7 +32,12 @@
 #   5. imports the images into the k8s.io namespace (the one the CRI uses);
 #   6. writes and prints the flavour's env (CONTAINERD_SOCK=..., images).
 #
-# Environment: LABS_STATE_DIR (state folder), LABS_CONTAINERD (flavours),
+# Everything it makes lives in root's tree, /var/lib/kubelet-labs (see
+# scripts/containerd/lib.sh): never in the learner's .labs/, which any
+# process of the learner could fill with symlinks for root to follow.
+#
+# Environment: LABS_ROOT_DIR (root's tree; root's all the way down or
+# refused), LABS_CONTAINERD (flavours),
 # LABS_CNI_BRIDGE (bridge name prefix, default labs), LABS_CNI_SUBNET (the
 # /16 the flavours' /24s come from, default 10.231.0.0/16),
 # LABS_NO_INSTALL=1 (never run apt).
@@ -74,24 +80,22 @@ need_root
 # can read the pod logs. Run directly as root (CI), the learner is root.
 LEARNER_UID="${SUDO_UID:-0}"
 LEARNER_GID="${SUDO_GID:-0}"
+[[ "${LEARNER_UID}:${LEARNER_GID}" =~ ^[0-9]+:[0-9]+$ ]] || die "SUDO_UID/SUDO_GID (${LEARNER_UID}:${LEARNER_GID}) are not numeric ids"
 for f in "${flavours[@]}"; do
 	use_flavour "${f}"
 	check_paths
 done
-if [ ! -d "${LABS_STATE}" ]; then
-	# the state folder is shared with labs that run as the user: under sudo,
-	# give it to the user (our containerd/ folder inside stays root's)
-	mkdir -p "${LABS_STATE}"
-	chmod 0700 "${LABS_STATE}"
-	chown "${SUDO_UID:-0}:${SUDO_GID:-0}" "${LABS_STATE}"
-fi
-mkdir -p "${TOP}"
-# root's folder: others may pass through it to the socket, the env file,
-# crictl.yaml and the pod logs, but neither list nor change it
-chmod 0711 "${TOP}"
-# one up or down at a time on this state folder
+# Root's tree (scripts/containerd/lib.sh): nothing in it is the learner's but
+# their pod logs, and nothing root runs or reads lives anywhere else.
+make_root_dir "${LABS_ROOT}"
+make_root_dir "${TOP}"
+# one up or down at a time
 exec 8>"${TOP}/.up-down.lock"
 flock 8
+old="$(old_layout_containerd)"
+[ -z "${old}" ] || die "a containerd an older containerd-up.sh started still runs from the learner's state folder:
+${old}
+stop it with the scripts of that version (sudo scripts/containerd-down.sh there), or reboot; this version keeps root's things in ${LABS_ROOT} and will not touch that folder"
 
 # --- 1. packages -------------------------------------------------------------
 t_apt=0
@@ -154,6 +158,7 @@ t_img=0
 stamp="$(cat "${LABS_REPO}/scripts/containerd/build-images.sh" "${LABS_REPO}/hack/images/pause/pause.c" /bin/busybox | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "${IMAGES_DIR}/stamp" 2>/dev/null || true)" != "${stamp}" ] ||
 	[ ! -f "${IMAGES_DIR}/pause.tar" ] || [ ! -f "${IMAGES_DIR}/busybox.tar" ] || [ ! -f "${IMAGES_DIR}/images.env" ]; then
+	make_root_dir "${IMAGES_DIR}"
 	log "building images (pause, busybox) offline"
 	t0="$(now)"
 	"${LABS_REPO}/scripts/containerd/build-images.sh" "${IMAGES_DIR}"
@@ -362,12 +367,13 @@ cri_ok() { timeout 5 "${CTR}" -a "${SOCK}" plugins ls 2>/dev/null | awk '$2 == "
 start_flavour() {
 	local new_conf new_cni t0 t_start t_import tarball i left path out
 	local -a running=()
-	mkdir -p "${D}" "${CNI_CONF_DIR}"
-	chmod 0711 "${D}"
+	make_root_dir "${D}"
+	mkdir -p "${CNI_CONF_DIR}"
 	new_conf="$(mktemp "${D}/.config.XXXXXX")"
 	new_cni="${CNI_CONF_DIR}/10-${CNI_NET}.conflist.tmp"
-	# shellcheck disable=SC2064 # expand now: this flavour's paths
-	trap "rm -f '${new_conf}' '${new_cni}'" EXIT
+	# the names stay in variables: a path is never pasted into a command
+	CLEANUP_FILES=("${new_conf}" "${new_cni}")
+	trap 'rm -f "${CLEANUP_FILES[@]}"' EXIT
 	if [ "${FLAVOUR}" = 1.6 ]; then config_v2 >"${new_conf}"; else config_v3 >"${new_conf}"; fi
 	conflist >"${new_cni}"
 
@@ -381,13 +387,20 @@ start_flavour() {
 		t_start=0
 	else
 		if [ "${#running[@]}" -gt 0 ] || [ -e "${PIDFILE}" ] || [ -e "${SOCK}" ] || [ -n "$(our_mounts)" ] ||
-			[ -d "${STATE_DIR}" ] || [ -e "/sys/class/net/${BRIDGE}" ]; then
+			[ -d "${STATE_DIR}" ] || { bridge_is_ours && [ -e "/sys/class/net/${BRIDGE}" ]; }; then
 			log "[${FLAVOUR}] cleaning up a previous run (pid file, socket, state or processes left)"
 			cleanup_all
 			left="$(leftovers)"
 			[ -z "${left}" ] || die "could not clean the previous run of containerd ${FLAVOUR}; still there:
 ${left}"
 		fi
+		# the CNI bridge plugin would take over a link of that name someone
+		# else made, and down would delete it: refuse, and record the one we
+		# make so that down deletes only ours
+		if [ -e "/sys/class/net/${BRIDGE}" ]; then
+			die "a network link named ${BRIDGE} exists and was not made by containerd-up.sh; remove it or choose another prefix with LABS_CNI_BRIDGE (now ${LABS_CNI_BRIDGE:-labs})"
+		fi
+		echo "${BRIDGE}" >"${BRIDGE_MARK}"
 		# a conflist of an older bridge name (LABS_CNI_BRIDGE changed) would
 		# win (max_conf_num = 1 takes the first by name)
 		find "${CNI_CONF_DIR}" -maxdepth 1 -name '*.conflist' -delete
@@ -426,8 +439,10 @@ ${left}"
 	# a folder per pod and container in it; setgid, so each file containerd
 	# (root) writes there (0640) gets the learner's group: the learner reads
 	# logs without sudo, and can remove them.
-	mkdir -p "${POD_LOG_DIR}"
-	chown "${LEARNER_UID}:${LEARNER_GID}" "${POD_LOG_DIR}"
+	# (install -d: created with its owner and mode in one step; chown -h:
+	# never through a symlink)
+	[ -d "${POD_LOG_DIR}" ] || install -d -m 2750 -o "${LEARNER_UID}" -g "${LEARNER_GID}" "${POD_LOG_DIR}"
+	chown -h "${LEARNER_UID}:${LEARNER_GID}" "${POD_LOG_DIR}"
 	chmod 2750 "${POD_LOG_DIR}"
 
 	# --- 5. images into the CRI's namespace --------------------------------
@@ -482,14 +497,6 @@ mv "${DEFAULT_CRICTL}.tmp" "${DEFAULT_CRICTL}"
 mv "${DEFAULT_ENVFILE}.tmp" "${DEFAULT_ENVFILE}"
 
 log "times: apt ${t_apt}s, containerd ${CONTAINERD2_VERSION} build check/build ${t_build}s, images ${t_img}s"
-if legacy_present; then
-	legacy_pids="$(
-		use_flavour legacy
-		containerd_pids
-	)"
-	[ -z "${legacy_pids}" ] ||
-		log "note: the containerd an older containerd-up.sh started in ${TOP}/ (pid ${legacy_pids}) still runs; scripts/containerd-down.sh stops it"
-fi
 for f in "${flavours[@]}"; do
 	use_flavour "${f}"
 	echo "# containerd ${f}: ${ENVFILE}"

@@ -191,12 +191,14 @@ step "7. inside: repository, state folder, tools, provisioning"
 in_vm bash -l hack/vmtest/guest.sh
 
 step "8. inside: control plane binaries and Go caches copied in"
+# (into a state folder marked as lab 00 marks the one it makes: the labs
+# fill only a state folder that has the marker or is empty)
 wait "${gocache_pid}" || { tail -n 20 "${work}/gocache.log" >&2; exit 1; }
 lima copy "${work}/gocaches.tar" "${name}:/tmp/gocaches.tar"
 lima copy "${work}/readmerun.test" "${name}:/tmp/readmerun.test"
 lima copy -r "${work}/labs-bin" "${name}:/tmp/labs-bin"
 in_vm bash -lc 'set -e; sudo tar -C / -xf /tmp/gocaches.tar && sudo chown -R "$(id -u):$(id -g)" '"${work}"' && rm /tmp/gocaches.tar
-mkdir -p "$LABS_STATE_DIR/bin" && cp -a /tmp/labs-bin/. "$LABS_STATE_DIR/bin/" && rm -rf /tmp/labs-bin
+mkdir -p "$LABS_STATE_DIR/bin" && touch "$LABS_STATE_DIR/.kubelet-labs-state" && cp -a /tmp/labs-bin/. "$LABS_STATE_DIR/bin/" && rm -rf /tmp/labs-bin
 ls -la "$LABS_STATE_DIR/bin"'
 
 step "9. inside: READMEs of labs 00 and ${labs} (internal/readmerun)"

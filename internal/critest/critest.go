@@ -113,7 +113,7 @@ func Require(t testing.TB, ok bool, format string, args ...any) {
 	t.Skipf("skipping: "+format, args...)
 }
 
-// Containerd finds the labs' default containerd via the state folder's
+// Containerd finds the labs' default containerd via root's tree's
 // containerd/env (or CONTAINER_RUNTIME_ENDPOINT) and checks that it answers
 // CRI v1 and has the busybox image.
 func Containerd(t testing.TB) Runtime {

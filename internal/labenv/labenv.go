@@ -156,3 +156,29 @@ func NodeDir(name string) (string, error) {
 	}
 	return state.Ensure("nodes", name)
 }
+
+// StaticPodFolder is the kubelet's staticPodPath for a node whose state
+// folder is nodeDir: flagValue if set, else manifests/ in nodeDir; made if
+// missing, returned absolute. Run as root, a folder another user could write
+// is refused (state.CheckRootSafe): whoever can drop a file there chooses
+// what root's runtime runs — a hostPID, privileged pod, say.
+func StaticPodFolder(nodeDir, flagValue string) (string, error) {
+	dir := flagValue
+	if dir == "" {
+		dir = filepath.Join(nodeDir, "manifests")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := state.CheckRootSafe(dir); err != nil {
+		return "", fmt.Errorf("static pod folder: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("static pod folder: %w", err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("static pod folder %s is not a folder", dir)
+	}
+	return dir, nil
+}

@@ -5,17 +5,42 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
-	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/cri"
 )
 
 // EndpointEnvVar overrides the runtime endpoint, as it does for crictl.
 const EndpointEnvVar = "CONTAINER_RUNTIME_ENDPOINT"
 
+// RootDirEnvVar names root's tree when it is not DefaultRootDir; the up
+// script reads the same variable (and refuses a folder that is not root's
+// all the way down).
+const RootDirEnvVar = "LABS_ROOT_DIR"
+
+// DefaultRootDir is root's tree: scripts/containerd-up.sh keeps everything
+// root runs, reads or writes there — containerd's binaries, images, config,
+// state and socket — never in the learner's state folder, which any process
+// of the learner could fill with symlinks for root to follow. The labs only
+// read from it: the env files, the socket handed to the learner, pod logs.
+const DefaultRootDir = "/var/lib/kubelet-labs"
+
+// RootDir is root's tree: $LABS_ROOT_DIR, else DefaultRootDir.
+func RootDir() string {
+	if d := os.Getenv(RootDirEnvVar); d != "" {
+		return filepath.Clean(d)
+	}
+	return DefaultRootDir
+}
+
+// containerdPath joins elem onto <root>/containerd.
+func containerdPath(elem ...string) string {
+	return filepath.Join(append([]string{RootDir(), "containerd"}, elem...)...)
+}
+
 // The containerd flavours scripts/containerd-up.sh runs, each in its own
-// folder <state>/containerd/<flavour>/ with its own socket, so both can run
+// folder <root>/containerd/<flavour>/ with its own socket, so both can run
 // at once: "2.2" is containerd v2.2 built from its Go module (what kind and
 // current distributions run), "1.6" the distribution's (Debian 12, apt).
 const (
@@ -41,24 +66,24 @@ type Env struct {
 
 // EnvFile is the labs' default env file: a copy of the env of the flavour
 // the last containerd-up.sh named first.
-func EnvFile() (string, error) { return state.Path("containerd", "env") }
+func EnvFile() (string, error) { return containerdPath("env"), nil }
 
 // FlavourEnvFile is the env file of one flavour.
 func FlavourEnvFile(flavour string) (string, error) {
 	if err := checkFlavour(flavour); err != nil {
 		return "", err
 	}
-	return state.Path("containerd", flavour, "env")
+	return containerdPath(flavour, "env"), nil
 }
 
 // DefaultSocket is where the up script puts the default flavour's socket.
 func DefaultSocket() (string, error) {
-	return state.Path("containerd", DefaultFlavour, "containerd.sock")
+	return containerdPath(DefaultFlavour, "containerd.sock"), nil
 }
 
 // Load finds the runtime the labs use: the default env file if
-// containerd-up.sh wrote one, else the default flavour's socket path in the
-// state folder. CONTAINER_RUNTIME_ENDPOINT, when set, wins over both (a flag
+// containerd-up.sh wrote one, else the default flavour's socket path in
+// root's tree. CONTAINER_RUNTIME_ENDPOINT, when set, wins over both (a flag
 // in the caller wins over everything). A missing env file is not an error:
 // Dial will say the runtime is not reachable, which is the useful message.
 func Load() (Env, error) {
@@ -115,14 +140,8 @@ func checkFlavour(flavour string) error {
 // load reads file over the defaults of flavour's folder.
 func load(flavour, file string) (Env, error) {
 	var env Env
-	sock, err := state.Path("containerd", flavour, "containerd.sock")
-	if err != nil {
-		return env, err
-	}
-	env.Endpoint = "unix://" + sock
-	if env.PodLogDir, err = state.Path("containerd", flavour, "pod-logs"); err != nil {
-		return env, err
-	}
+	env.Endpoint = "unix://" + containerdPath(flavour, "containerd.sock")
+	env.PodLogDir = containerdPath(flavour, "pod-logs")
 	vars, err := readEnvFile(file)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -4,13 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"kubelet-labs/internal/state"
 )
 
 func TestLoadWithoutEnvFile(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(state.EnvVar, dir)
+	t.Setenv(RootDirEnvVar, dir)
 	t.Setenv(EndpointEnvVar, "")
 	env, err := Load()
 	if err != nil {
@@ -27,7 +25,7 @@ func TestLoadWithoutEnvFile(t *testing.T) {
 
 func TestLoadEnvFile(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(state.EnvVar, dir)
+	t.Setenv(RootDirEnvVar, dir)
 	t.Setenv(EndpointEnvVar, "")
 	if err := os.MkdirAll(filepath.Join(dir, "containerd"), 0o700); err != nil {
 		t.Fatal(err)
@@ -58,7 +56,7 @@ func TestLoadEnvFile(t *testing.T) {
 // the flavours that have one, in the order of Flavours.
 func TestFlavours(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(state.EnvVar, dir)
+	t.Setenv(RootDirEnvVar, dir)
 	t.Setenv(EndpointEnvVar, "")
 	write := func(path, content string) {
 		t.Helper()

@@ -61,7 +61,7 @@ type Flags struct {
 func (f *Flags) Register(fs *flag.FlagSet, def string) {
 	fs.StringVar(&f.Kind, "runtime", def, "container runtime: "+strings.Join(Kinds(), ", ")+
 		" (containerd: the course's, started once by "+UpHint+", the instance it named first; mock: the mock CRI of mylib/fakecri, in this process)")
-	fs.StringVar(&f.Endpoint, "cri-endpoint", "", "the runtime's CRI endpoint, e.g. unix:///…/containerd.sock (default: from the state folder's containerd/env, or $"+EndpointEnvVar+"; with --runtime mock: a mock CRI already serving there, e.g. lab 06's)")
+	fs.StringVar(&f.Endpoint, "cri-endpoint", "", "the runtime's CRI endpoint, e.g. unix:///…/containerd.sock (default: from /var/lib/kubelet-labs/containerd/env, or $"+EndpointEnvVar+"; with --runtime mock: a mock CRI already serving there, e.g. lab 06's)")
 	fs.StringVar(&f.PodLogsDir, "pod-logs-dir", "", "where container logs go, the kubelet's /var/log/pods (default: containerd's POD_LOG_DIR; pod-logs/ in the lab's state folder on the mock)")
 }
 

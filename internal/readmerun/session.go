@@ -42,10 +42,10 @@ const Shown = "/path/to/kubelet-labs"
 // mock's sockets live under .labs/ and a socket path must stay under 108
 // bytes — and seeds the copy's .labs/bin with links to the built binaries
 // in binDir (lab 00's README says the first start builds them; the runner
-// does not spend 8 minutes proving it again) and its .labs/containerd with
-// a link to the running containerd's folder, if any (started by root with
-// `sudo scripts/containerd-up.sh`, which the runner cannot type).
-func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
+// does not spend 8 minutes proving it again). The containerd of labs 11+ is
+// root's, started with `sudo scripts/containerd-up.sh` (which the runner
+// cannot type) in root's tree, where the labs find it from any checkout.
+func NewSession(tb testing.TB, root, binDir string) *Session {
 	tb.Helper()
 	for _, d := range sweepStaleSessions(os.TempDir()) {
 		tb.Logf("removed %s and ended what ran in it: a README run that died left it", d)
@@ -77,11 +77,6 @@ func NewSession(tb testing.TB, root, binDir, containerdDir string) *Session {
 			continue // containerd's build folder, locks
 		}
 		if err := linkOrCopy(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if containerdDir != "" {
-		if err := os.Symlink(containerdDir, filepath.Join(s.Dir, ".labs", "containerd")); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -3,12 +3,15 @@
 //
 // The folder is `.labs/` at the repository root (ignored by git) unless the
 // LABS_STATE_DIR environment variable names another one. Nothing in it is
-// ever committed; `rm -rf .labs` (or `make clean`) removes all of it.
+// ever committed; `make clean` removes all of it — only a folder that has
+// the Marker file the labs put in the folders they make, so that a
+// LABS_STATE_DIR=$HOME typo can never become `rm -rf $HOME`.
 package state
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,8 +46,21 @@ func Path(elem ...string) (string, error) {
 
 // Ensure creates the state folder (and sub folders) with mode 0700 and
 // checks that it is writable, so a read-only location fails early with a
-// message that names it instead of deep inside a component.
+// message that names it instead of deep inside a component. The state
+// folder itself is, run as root, checked with CheckRootSafe first, then
+// claimed (see claim).
 func Ensure(elem ...string) (string, error) {
+	top, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	// root checks before it writes anything there (the marker, too)
+	if err := CheckRootSafe(top); err != nil {
+		return "", err
+	}
+	if err := claim(top); err != nil {
+		return "", err
+	}
 	p, err := Path(elem...)
 	if err != nil {
 		return "", err
@@ -90,4 +106,47 @@ func declaresModule(gomod string) bool {
 		}
 	}
 	return false
+}
+
+// Marker is the file that makes a folder a state folder of the labs: they
+// write it into the state folder they create (or find empty), and
+// scripts/clean-state.sh (`make clean`) removes only a folder that has it.
+const Marker = ".kubelet-labs-state"
+
+const markerText = "This folder is a kubelet-labs state folder: `make clean` in the repository removes it with everything in it.\n"
+
+// claim makes top the labs' state folder: it is created (0700) if missing
+// and gets the Marker. A folder that exists, is not empty and has no Marker
+// is refused — it is someone's folder, not ours, and `make clean` would
+// delete it — except the default <repo>/.labs, which is ours by its name
+// (older versions of the labs made it without a marker).
+func claim(top string) error {
+	marker := filepath.Join(top, Marker)
+	if fi, err := os.Lstat(marker); err == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("state folder %s: %s is not a regular file; remove it", top, marker)
+		}
+		return nil
+	}
+	entries, err := os.ReadDir(top)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(top, 0o700); err != nil {
+			return fmt.Errorf("state folder %s is not usable: %w (set %s to a writable folder)", top, err, EnvVar)
+		}
+	case err != nil:
+		return fmt.Errorf("state folder %s is not usable: %w (set %s to a writable folder)", top, err, EnvVar)
+	case len(entries) > 0 && !isDefault(top):
+		return fmt.Errorf("state folder %s is not empty and has no %s file, so the labs did not make it: they will not fill it, nor will `make clean` delete it; set %s to a new or empty folder (or, if an older version of the labs made it, mark it: touch %s)", top, Marker, EnvVar, marker)
+	}
+	if err := os.WriteFile(marker, []byte(markerText), 0o600); err != nil {
+		return fmt.Errorf("state folder %s is not writable: %w (set %s to a writable folder)", top, err, EnvVar)
+	}
+	return nil
+}
+
+// isDefault reports whether dir is <repo>/.labs.
+func isDefault(dir string) bool {
+	root, err := Root()
+	return err == nil && filepath.Join(root, ".labs") == dir
 }

@@ -12,8 +12,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -70,7 +68,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, ready func(manifes
 		return err
 	}
 	if o.manifests != "" { // before joining: a wrong flag should cost nothing
-		if err := ensureFolder(o.manifests); err != nil {
+		if _, err := labenv.StaticPodFolder("", o.manifests); err != nil {
 			return err
 		}
 	}
@@ -86,14 +84,8 @@ func run(ctx context.Context, o options, out *labenv.Printer, ready func(manifes
 	}
 	defer j.Stop()
 
-	dir := o.manifests
-	if dir == "" {
-		dir = filepath.Join(j.Dir, "manifests")
-	}
-	if err := ensureFolder(dir); err != nil {
-		return err
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	dir, err := labenv.StaticPodFolder(j.Dir, o.manifests)
+	if err != nil {
 		return err
 	}
 
@@ -220,18 +212,6 @@ func run(ctx context.Context, o options, out *labenv.Printer, ready func(manifes
 			print(mirrors.SyncStaticPods(ctx))
 		}
 	}
-}
-
-// ensureFolder creates the manifests folder if needed (0755, like
-// /etc/kubernetes/manifests) and refuses anything that is not a folder.
-func ensureFolder(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("manifests folder: %w", err)
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("manifests folder %s is not a folder", dir)
-	}
-	return nil
 }
 
 // describe is one line per pod and op.

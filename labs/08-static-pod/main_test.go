@@ -227,7 +227,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"--node-name", "Lab_Node"}, 2, `--node-name "Lab_Node" is not a valid Node name`},
 		{[]string{"--housekeeping-interval", "0"}, 2, "must be positive"},
-		{[]string{"--kubeconfig", cp.AdminKubeconfig(), "--manifests", file}, 1, "manifests folder"},
+		{[]string{"--kubeconfig", cp.AdminKubeconfig(), "--manifests", file}, 1, "static pod folder"},
 	} {
 		out, code := exec(c.args...)
 		if code != c.code || !strings.Contains(out, "error: ") || !strings.Contains(out, c.want) {

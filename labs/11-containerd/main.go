@@ -48,7 +48,7 @@ func main() {
 // flags are the lab's flags; --cri-endpoint and --pod-logs-dir are named
 // as in every later lab.
 func flags(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.endpoint, "cri-endpoint", "", "the runtime's CRI endpoint, e.g. unix:///…/containerd.sock (default: $"+labruntime.EndpointEnvVar+", else the state folder's containerd/env, written by "+labruntime.UpHint+")")
+	fs.StringVar(&o.endpoint, "cri-endpoint", "", "the runtime's CRI endpoint, e.g. unix:///…/containerd.sock (default: $"+labruntime.EndpointEnvVar+", else /var/lib/kubelet-labs/containerd/env, written by "+labruntime.UpHint+")")
 	fs.StringVar(&o.image, "image", "", "image of the demo container (default: BUSYBOX_IMAGE of that env file, else "+labruntime.BusyboxImage+")")
 	fs.StringVar(&o.podLogsDir, "pod-logs-dir", "", "where the demo pod's logs go, the kubelet's /var/log/pods (default: POD_LOG_DIR of that env file)")
 	fs.BoolVar(&o.demo, "run-demo", false, "run a busybox pod, exec echo in it, show its log, remove it")

@@ -17,8 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"kubelet-labs/internal/labenv"
@@ -109,14 +107,8 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	if err != nil {
 		return err
 	}
-	static := o.staticPodPath
-	if static == "" {
-		static = filepath.Join(dir, "manifests")
-	}
-	if static, err = filepath.Abs(static); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(static, 0o755); err != nil {
+	static, err := labenv.StaticPodFolder(dir, o.staticPodPath)
+	if err != nil {
 		return fmt.Errorf("--static-pod-path: %w", err)
 	}
 

@@ -10,8 +10,8 @@
 // https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/kubelet/kubelet.go).
 // What this package adds is what a learner needs on top:
 //
-//   - where the socket is (Load reads .labs/containerd/env written by the
-//     up script; flags and CONTAINER_RUNTIME_ENDPOINT override it);
+//   - where the socket is (the labs read /var/lib/kubelet-labs/containerd/env
+//     written by the up script; flags and CONTAINER_RUNTIME_ENDPOINT override it);
 //   - errors that say what is wrong and what to do (containerd not running,
 //     permission denied, a runtime that only speaks the removed v1alpha2 API);
 //   - the few calls the kubelet makes for one pod, in the kubelet's order:

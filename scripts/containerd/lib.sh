@@ -5,16 +5,26 @@
 # everything it started, and how to prove that nothing of it is left.
 # Sourced, never run.
 #
+# Root's tree. Everything root runs, sources or keeps state in lives in a
+# folder only root can change, never in the learner's state folder (.labs/
+# or $LABS_STATE_DIR): a learner-owned folder lets any process of the
+# learner plant a symlink or a binary there and become root at the next
+# `sudo`. The tree, /var/lib/kubelet-labs unless LABS_ROOT_DIR names another
+# (which must pass the same check: root's all the way down), holds:
+#   bin/containerd-<version>/  containerd 2.2 built from its Go module
+#   images/                    the offline images (pause, busybox), images.env
+#   containerd/                env, crictl.yaml: the flavour the labs use by
+#                              default (the first one the last containerd-up.sh
+#                              started); mycore/cri reads env
+#   containerd/2.2/ .../1.6/   one flavour each: socket, config, root, state,
+#                              logs, env, pod-logs/ (the learner's)
+# Folders are 0711: the learner may pass through to the socket (handed to
+# them), the env files and their pod logs, but lists and changes nothing.
+#
 # Two flavours, each in its own folder, with its own socket, bridge and
 # subnet, so both can run at once:
 #   2.2  containerd v2.2.x built from its Go module (scripts/build-containerd.sh)
-#        into <state>/bin/containerd-<version>/, config `version = 3`
 #   1.6  the distribution's containerd (Debian 12: 1.6.20, apt), config `version = 2`
-# Layout of ${LABS_STATE_DIR:-<repo>/.labs}/containerd/:
-#   env, crictl.yaml   the flavour the labs use by default (the first one
-#                      the last containerd-up.sh started): mycore/cri reads env
-#   images/            the offline images, shared by the flavours
-#   2.2/ 1.6/          one flavour each: socket, config, root, state, logs, env
 #
 # containerd still writes a few fixed host paths; we keep what we can out of
 # them through its config (root, state, runc root, netns, temp, opt) and
@@ -24,21 +34,21 @@
 #   /var/lib/cni/results/     libcni's result cache (not configurable)
 #   /sys/fs/cgroup/*/k8s.io/  cgroups of pods that set no cgroup parent
 #                             (containers' own cgroups are found by id anywhere)
-# plus the bridges (labs22, labs16) and the ip_forward sysctl the CNI bridge
-# turns on.
+# plus the bridges (labs22, labs16: deleted only if we created them) and the
+# ip_forward sysctl the CNI bridge turns on.
 
 LABS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-LABS_STATE="$(realpath -m "${LABS_STATE_DIR:-${LABS_REPO}/.labs}")"
+LABS_ROOT="$(realpath -m "${LABS_ROOT_DIR:-/var/lib/kubelet-labs}")"
 # containerd 2.x, built from its Go module by scripts/build-containerd.sh:
 # the newest patch release of the 2.2 line, pinned exactly.
 CONTAINERD2_VERSION=v2.2.9
-CONTAINERD2_BIN_DIR="${LABS_STATE}/bin/containerd-${CONTAINERD2_VERSION}"
+CONTAINERD2_BIN_DIR="${LABS_ROOT}/bin/containerd-${CONTAINERD2_VERSION}"
 
 # Every flavour, in the order tests list them; the first is the default.
 KNOWN_FLAVOURS=(2.2 1.6)
 DEFAULT_FLAVOUR=2.2
-TOP="${LABS_STATE}/containerd"
-IMAGES_DIR="${TOP}/images"
+TOP="${LABS_ROOT}/containerd"
+IMAGES_DIR="${LABS_ROOT}/images"
 DEFAULT_ENVFILE="${TOP}/env"
 DEFAULT_CRICTL="${TOP}/crictl.yaml"
 CNI_RESULTS="/var/lib/cni/results"
@@ -69,39 +79,21 @@ flavour_subnet() { # FLAVOUR
 }
 
 # use_flavour FLAVOUR sets every path and name of one instance; the
-# functions below act on the flavour chosen last. "legacy" is the single
-# instance an older containerd-up.sh ran directly in <state>/containerd/:
-# down still stops it.
+# functions below act on the flavour chosen last.
 use_flavour() { # FLAVOUR
 	FLAVOUR="$1"
-	NESTED=()
-	case "${FLAVOUR}" in
-	legacy)
-		D="${TOP}"
-		ENVFILE="${DEFAULT_ENVFILE}"
-		# the flavour folders live inside it: never ours to clean here
-		local f
-		for f in "${KNOWN_FLAVOURS[@]}"; do NESTED+=("${TOP}/${f}/"); done
-		BRIDGE="$(sed -n 's/.*"bridge": *"\([^"]*\)".*/\1/p' "${TOP}"/cni/net.d/10-*.conflist 2>/dev/null | head -n1)"
-		SUBNET=""
+	D="${TOP}/${FLAVOUR}"
+	ENVFILE="${D}/env"
+	BRIDGE="${LABS_CNI_BRIDGE:-labs}${FLAVOUR//./}"
+	SUBNET="$(flavour_subnet "${FLAVOUR}")"
+	if [ "${FLAVOUR}" = 1.6 ]; then
+		# the distribution's, from PATH
 		CONTAINERD_BIN="containerd"
 		CTR="ctr"
-		;;
-	*)
-		D="${TOP}/${FLAVOUR}"
-		ENVFILE="${D}/env"
-		BRIDGE="${LABS_CNI_BRIDGE:-labs}${FLAVOUR//./}"
-		SUBNET="$(flavour_subnet "${FLAVOUR}")"
-		if [ "${FLAVOUR}" = 1.6 ]; then
-			# the distribution's, from PATH
-			CONTAINERD_BIN="containerd"
-			CTR="ctr"
-		else
-			CONTAINERD_BIN="${CONTAINERD2_BIN_DIR}/containerd"
-			CTR="${CONTAINERD2_BIN_DIR}/ctr"
-		fi
-		;;
-	esac
+	else
+		CONTAINERD_BIN="${CONTAINERD2_BIN_DIR}/containerd"
+		CTR="${CONTAINERD2_BIN_DIR}/ctr"
+	fi
 	SOCK="${D}/containerd.sock"
 	CONF="${D}/config.toml"
 	ROOT_DIR="${D}/root"
@@ -116,20 +108,36 @@ use_flavour() { # FLAVOUR
 	CRICTL_YAML="${D}/crictl.yaml"
 	# fixed host paths that did not exist before our first start (one a line)
 	MARKS="${D}/created-host-paths"
+	# the bridge's name, written when our start found no link of that name:
+	# only then is the bridge ours to delete
+	BRIDGE_MARK="${D}/created-bridge"
 	CNI_NET="kubelet-labs-${BRIDGE}"
 	SHIM_SOCKETS="${D}/shim-sockets"
 	CLEANED_IDS=()
 	CLEANED_SHIM_SOCKETS=()
 }
 
-# true if the legacy single instance (config, state or socket directly in
-# <state>/containerd/) is there
-legacy_present() {
-	local p
-	for p in config.toml containerd.sock containerd.pid state root; do
-		[ -e "${TOP}/${p}" ] && return 0
-	done
-	return 1
+# true if the bridge of this flavour is one our start created
+bridge_is_ours() {
+	[ -n "${BRIDGE}" ] && [ -f "${BRIDGE_MARK}" ] && [ "$(cat "${BRIDGE_MARK}")" = "${BRIDGE}" ]
+}
+
+# A containerd an older containerd-up.sh started from the learner's state
+# folder (<state>/containerd/...), before root's things moved to root's
+# tree: "PID CONFIG" lines. This version never touches that folder; the
+# learner stops it with the scripts that started it.
+old_layout_containerd() {
+	local f pid conf
+	while read -r f; do
+		pid="${f#/proc/}"
+		pid="${pid%/comm}"
+		conf="$(tr '\0' '\n' 2>/dev/null <"/proc/${pid}/cmdline" | grep -A1 -x -- --config | tail -n +2)"
+		case "${conf}" in
+		"${TOP}"/*) ;;
+		*/containerd/config.toml | */containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
+		esac
+	done < <(grep -lsx containerd /proc/[0-9]*/comm)
+	true
 }
 
 # The flavours with a folder (something of theirs may run or be left), one a line.
@@ -160,13 +168,47 @@ need_root() {
 }
 
 check_paths() {
-	case "${D}" in
-	*[[:space:]]*) die "state folder '${D}' contains whitespace; set LABS_STATE_DIR to a simple path" ;;
-	esac
 	# sun_path is 108 bytes; leave room for ".ttrpc"
 	if [ "${#SOCK}" -gt 100 ]; then
-		die "socket path ${SOCK} is ${#SOCK} bytes, too long for a unix socket (max ~100); set LABS_STATE_DIR to a shorter folder"
+		die "socket path ${SOCK} is ${#SOCK} bytes, too long for a unix socket (max ~100); set LABS_ROOT_DIR to a shorter folder"
 	fi
+}
+
+# check_root_owned PATH: PATH (which must be absolute and need not exist
+# yet) and every folder above it are root's, not symlinks, and writable by
+# nobody else — or, for a folder above, sticky (like /tmp: others cannot
+# rename or remove root's entries in it). Then nothing a non-root user does
+# can redirect or replace what root finds there. Only safe characters: the
+# path ends up in configs and in root's commands.
+check_root_owned() { # PATH
+	local p="$1" cur="" part mode uid
+	case "${p}" in
+	/*) ;;
+	*) die "${p}: want an absolute path" ;;
+	esac
+	[[ "${p}" =~ ^[A-Za-z0-9._/-]+$ ]] || die "${p}: only letters, digits and . _ - / are allowed in root's folder"
+	local -a parts
+	IFS=/ read -ra parts <<<"${p#/}"
+	for part in "" "${parts[@]}"; do
+		[ -n "${part}" ] || [ -z "${cur}" ] || continue
+		cur="${cur%/}/${part}"
+		[ -e "${cur}" ] || [ -L "${cur}" ] || return 0 # the rest is ours to create
+		[ ! -L "${cur}" ] || die "${cur} is a symbolic link: root will not follow it (root's folder is ${p})"
+		read -r uid mode < <(stat -c '%u %a' "${cur}")
+		[ "${uid}" = 0 ] || die "${cur} belongs to uid ${uid}, not root: root will not trust anything under it (root's folder is ${p})"
+		mode=$((8#${mode}))
+		if [ $((mode & 8#022)) -ne 0 ] && { [ "${cur}" = "${p}" ] || [ $((mode & 8#1000)) -eq 0 ]; }; then
+			die "${cur} is writable by users other than root (mode $(printf %o "${mode}")): root will not trust anything under it (root's folder is ${p})"
+		fi
+	done
+}
+
+# make_root_dir DIR: create DIR (mode 0711, root's) if missing, then check
+# it and everything above it with check_root_owned.
+make_root_dir() { # DIR
+	check_root_owned "$1"
+	[ -d "$1" ] || install -d -m 0711 -o 0 -g 0 "$1"
+	check_root_owned "$1"
 }
 
 # pids of processes that have ARG1 ARG2 ... as consecutive arguments,
@@ -284,15 +326,9 @@ our_cgroups() { # ID...
 	find /sys/fs/cgroup -mindepth 2 -type d \( "${names[@]:1}" \) 2>/dev/null | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
-# mount points under our folder (not under a flavour folder nested in it),
-# deepest first
+# mount points under our flavour's folder, deepest first
 our_mounts() {
-	awk -v d="${D}/" -v nested="${NESTED[*]}" '
-		BEGIN { n = split(nested, skip, " ") }
-		index($5, d) == 1 {
-			for (i = 1; i <= n; i++) if (index($5, skip[i]) == 1) next
-			print $5
-		}' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+	awk -v d="${D}/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
 kill_wait() { # SECONDS PID...
@@ -401,8 +437,10 @@ cleanup_all() {
 		sleep 0.2
 	done
 
-	# 5. network: veths left on our bridge (their netns are gone by now), the bridge
-	if [ -n "${BRIDGE}" ] && [ -d "/sys/class/net/${BRIDGE}" ]; then
+	# 5. network: veths left on our bridge (their netns are gone by now), the
+	#    bridge — only if our start created it (a link of that name someone
+	#    else made is not ours to delete)
+	if bridge_is_ours && [ -d "/sys/class/net/${BRIDGE}" ]; then
 		local v
 		for v in "/sys/class/net/${BRIDGE}/brif/"*; do
 			if [ -e "${v}" ]; then ip link del "$(basename "${v}")" 2>/dev/null || true; fi
@@ -429,12 +467,8 @@ cleanup_all() {
 	# 7. our own folders, only once nothing is mounted under them
 	if [ -z "$(our_mounts)" ]; then
 		rm -rf --one-file-system "${ROOT_DIR}" "${STATE_DIR}" "${TMP_DIR}" "${CNI_IPAM_DIR}" "${POD_LOG_DIR}"
-		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${SHIM_SOCKETS}"
-		# the legacy instance's env is the labs' default file: only while it
-		# still names the legacy socket (a new up may have replaced it)
-		if [ "${FLAVOUR}" != legacy ] || [ "$(env_value "${ENVFILE}" CONTAINERD_SOCK)" = "${SOCK}" ]; then
-			rm -f "${ENVFILE}" "${CRICTL_YAML}"
-		fi
+		rm -f "${SOCK}" "${SOCK}.ttrpc" "${PIDFILE}" "${SHIM_SOCKETS}" "${ENVFILE}" "${CRICTL_YAML}"
+		[ -e "/sys/class/net/${BRIDGE}" ] || rm -f "${BRIDGE_MARK}"
 	fi
 }
 
@@ -519,7 +553,7 @@ leftovers() {
 	while read -r m; do
 		[ -n "${m}" ] && echo "mount ${m}"
 	done < <(our_mounts)
-	[ -n "${BRIDGE}" ] && [ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
+	bridge_is_ours && [ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
 	for m in "${CLEANED_SHIM_SOCKETS[@]}"; do
 		[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
 	done

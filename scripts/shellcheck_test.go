@@ -1,0 +1,36 @@
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Every script root runs, and make clean, is shellcheck-clean: quoting
+// mistakes in a root script are how a path becomes a command.
+func TestScriptsPassShellcheck(t *testing.T) {
+	shellcheck, err := exec.LookPath("shellcheck")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("shellcheck is not installed (apt-get install shellcheck); CI must have it")
+		}
+		t.Skip("shellcheck not installed: apt-get install shellcheck")
+	}
+	// from the repository root, where the scripts' `# shellcheck source=`
+	// directives are relative to
+	scripts, _ := filepath.Glob("*.sh")
+	more, _ := filepath.Glob("containerd/*.sh")
+	scripts = append(scripts, more...)
+	for i, s := range scripts {
+		scripts[i] = filepath.Join("scripts", s)
+	}
+	if len(scripts) < 6 {
+		t.Fatalf("found only %v", scripts)
+	}
+	cmd := exec.Command(shellcheck, append([]string{"-x"}, scripts...)...)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}
