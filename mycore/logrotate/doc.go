@@ -31,6 +31,9 @@
 // calling goroutine instead of a work queue with workers (upstream's
 // default is one worker, containerLogMaxWorkers); a label selector, since
 // the course's nodes share one containerd and each rotates only its own
-// containers; containers without a log path are skipped. RotateOnce is the
+// containers; containers without a log path are skipped; a second
+// rotation within the same second (an interval below the timestamp's
+// one-second resolution, which tests use) waits for the next round
+// instead of overwriting the first one's file. RotateOnce is the
 // whole step, so tests drive it without waiting for the interval.
 package logrotate

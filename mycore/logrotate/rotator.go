@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -152,7 +153,7 @@ func (r *Rotator) RotateOnce(ctx context.Context) ([]Rotation, error) {
 		}
 		if rot != nil {
 			done = append(done, *rot)
-			r.o.Log("rotated %s %s at %s → %s (ReopenContainerLog)%s", name(c), rot.Log, size(rot.Size), rot.Rotated, removed(rot.Removed))
+			r.o.Log("rotated %s's log at %s: %s → %s (ReopenContainerLog)%s", name(c), size(rot.Size), rot.Log, filepath.Base(rot.Rotated), removed(rot.Removed))
 		}
 	}
 	return done, errors.Join(errs...)
