@@ -23,6 +23,7 @@ import (
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/18-mykubelet/fleetmode"
+	"kubelet-labs/mycore/logrotate"
 	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/server"
 )
@@ -46,6 +47,8 @@ type options struct {
 	shutdownGrace time.Duration
 	keepPods      bool
 	timeout       time.Duration
+	logMaxSize    string // "" (tests) is the default
+	logMaxFiles   int    // 0 (tests) is the default
 	fleet         fleetmode.Options
 }
 
@@ -63,6 +66,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "on Ctrl-C, every pod is stopped with grace min(its own, this), as the kubelet's graceful node shutdown (shutdownGracePeriod) does")
 	fs.BoolVar(&o.keepPods, "keep-pods", false, "on Ctrl-C, leave the pods running, as a kubelet that restarts does (the next run finds them)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join and the serving certificate may take")
+	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "a running container's log is rotated once it reaches this size, e.g. 64Ki (the kubelet's containerLogMaxSize: 10Mi); -1: never")
+	fs.IntVar(&o.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files of one container's log kept, the live one included (the kubelet's containerLogMaxFiles: 5)")
 	o.fleet.Register(fs)
 }
 
@@ -70,7 +75,21 @@ func (o *options) check() error {
 	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.shutdownGrace < 0 {
 		return errors.New("--timeout, --relist-period and --backoff-initial must be positive, --backoff-max at least --backoff-initial, --shutdown-grace-period not negative")
 	}
+	if _, err := o.containerLogMaxSize(); err != nil {
+		return fmt.Errorf("--container-log-max-size: %w", err)
+	}
+	if o.logMaxFiles != 0 && o.logMaxFiles < 2 {
+		return errors.New("--container-log-max-files must be at least 2: the live file and one rotated")
+	}
 	return labenv.CheckNodeName(o.nodeName)
+}
+
+// containerLogMaxSize is --container-log-max-size in bytes (0: the default).
+func (o *options) containerLogMaxSize() (int64, error) {
+	if o.logMaxSize == "" {
+		return 0, nil
+	}
+	return logrotate.ParseSize(o.logMaxSize)
 }
 
 func main() {
@@ -121,11 +140,13 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	if o.keepPods {
 		grace = 0
 	}
+	logMaxSize, _ := o.containerLogMaxSize() // check() read it
 	n, err := labnode.Start(ctx, labnode.Options{
 		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime, Timeout: o.timeout,
 		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,
+			ContainerLogMaxSize: logMaxSize, ContainerLogMaxFiles: o.logMaxFiles,
 		},
 		Server: &labnode.ServerOptions{Address: o.address, Port: o.port, WebSockets: true},
 	}, out)

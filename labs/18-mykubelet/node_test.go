@@ -313,6 +313,8 @@ func TestNodeErrors(t *testing.T) {
 		{"port in use", func(o *options) { o.port = busyPort }, "already in use"},
 		{"bad node name", func(o *options) { o.nodeName = "Not_A_Name" }, "not a valid Node name"},
 		{"bad address", func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
+		{"bad log size", func(o *options) { o.logMaxSize = "ten" }, "--container-log-max-size"},
+		{"one log file", func(o *options) { o.logMaxFiles = 1 }, "--container-log-max-files must be at least 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(state.EnvVar, t.TempDir())

@@ -2,8 +2,9 @@
 // sources (an informer on pods bound to the node, and the static pod
 // manifests of a folder), the pod manager, the pod workers, the PLEG over a
 // CRI runtime, the pod cache between them, a runtime manager that starts
-// and stops containers, the status manager that reports back, and the
-// mirror client that shows each static pod in the apiserver. It is the
+// and stops containers, the status manager that reports back, the mirror
+// client that shows each static pod in the apiserver, and the log rotator
+// that keeps container logs within bounds (mycore/logrotate). It is the
 // kubelet's Kubelet struct cut to those parts (pkg/kubelet/kubelet.go,
 // Kubernetes v1.36.3; line numbers refer to that file unless another is
 // named):

@@ -21,6 +21,7 @@ import (
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/kuberuntime"
+	"kubelet-labs/mycore/logrotate"
 	"kubelet-labs/mycore/mirror"
 	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mycore/podconfig"
@@ -92,6 +93,15 @@ type Options struct {
 	// FileCheckFrequency: how often StaticPodPath is read again besides
 	// inotify (the kubelet's fileCheckFrequency, 20 s).
 	FileCheckFrequency time.Duration
+	// Container log rotation (mycore/logrotate): a running container's
+	// log that reached ContainerLogMaxSize bytes is rotated, and at most
+	// ContainerLogMaxFiles files of it are kept, the live one included;
+	// checked every ContainerLogMonitorInterval. Zero values take the
+	// kubelet's containerLogMaxSize 10 Mi, containerLogMaxFiles 5 and
+	// containerLogMonitorInterval 10 s; a negative size turns rotation off.
+	ContainerLogMaxSize         int64
+	ContainerLogMaxFiles        int
+	ContainerLogMonitorInterval time.Duration
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -118,6 +128,8 @@ type Kubelet struct {
 	ran      bool
 	// mirrors creates and deletes the mirror pods of static pods.
 	mirrors *mirror.Reconciler
+	// logs rotates the logs of this node's running containers.
+	logs *logrotate.Rotator
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -197,6 +209,17 @@ func New(o Options) (*Kubelet, error) {
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
 		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log})
+	// The container log manager (kubelet.go:720-732): the runtime writes
+	// the logs, only the kubelet bounds them. Only this node's containers:
+	// the course's nodes share one runtime.
+	k.logs, err = logrotate.New(o.CRI.Runtime, logrotate.Options{
+		MaxSize: o.ContainerLogMaxSize, MaxFiles: o.ContainerLogMaxFiles, Interval: o.ContainerLogMonitorInterval,
+		Selector: map[string]string{NodeLabel: o.NodeName},
+		Log:      func(format string, args ...any) { k.log("logs    "+format, args...) },
+	})
+	if err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -220,6 +243,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	defer cancel()
 
 	wg.Go(func() { k.status.Run(node) })
+	// Log rotation runs while pods may still write: until the node's
+	// parts stop (containerLogManager.Start, kubelet.go:1830, in
+	// initializeRuntimeDependentModules, which Run starts).
+	wg.Go(func() { k.logs.Run(node) })
 	k.pleg.Start()
 	defer k.pleg.Stop()
 	// Workers stop before the PLEG: Stop keeps the cache's clock moving so
@@ -254,6 +281,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 // PodLogsDir is the folder this node's pods log into: Options.PodLogsDir/NODE.
 func (k *Kubelet) PodLogsDir() string { return k.o.PodLogsDir }
+
+// LogRotator rotates the logs of this node's containers (every
+// ContainerLogMonitorInterval while Run runs; RotateOnce at any time).
+func (k *Kubelet) LogRotator() *logrotate.Rotator { return k.logs }
 
 // Pods is the pod manager: the pods this node should run.
 func (k *Kubelet) Pods() kubepod.Manager { return k.pods }
