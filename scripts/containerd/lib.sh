@@ -134,7 +134,8 @@ old_layout_containerd() {
 		conf="$(tr '\0' '\n' 2>/dev/null <"/proc/${pid}/cmdline" | grep -A1 -x -- --config | tail -n +2)"
 		case "${conf}" in
 		"${TOP}"/*) ;;
-		*/containerd/config.toml | */containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
+		# (not a bare */containerd/config.toml: that is also /etc/containerd's)
+		*/containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
 		esac
 	done < <(grep -lsx containerd /proc/[0-9]*/comm)
 	true
