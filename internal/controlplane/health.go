@@ -35,24 +35,35 @@ func httpsClient(caFile, certFile, keyFile string) (*http.Client, error) {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}, nil
 }
 
-// waitHealthy polls url until the body contains want, the process exits,
-// the context ends or timeout passes. The error always names the
-// component's log file.
+// waitHealthy polls url until the body contains want, the process exits or
+// the context ends. timeout is how long it waits without progress: each
+// check that turns ok (fewer "[-]" lines in /readyz's answer, or a first
+// answer at all) starts it again, so a slow machine — QEMU without KVM runs
+// the apiserver's start-up hooks for minutes — is waited for while it gets
+// somewhere, and a stuck component still fails after timeout; never longer
+// than maxWaitFactor times timeout in all. The error names the checks still
+// failing and the component's log file.
 func waitHealthy(ctx context.Context, p *process, hc *http.Client, url, want string, timeout time.Duration) error {
 	defer hc.CloseIdleConnections()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	progress := start
 	last := "no answer yet"
+	failing := -1 // checks failing in the last answer; -1: none yet
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		resp, err := hc.Get(url)
 		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 8192))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), want) {
 				return nil
 			}
 			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+			if n := strings.Count(string(body), "[-]"); failing < 0 || n < failing {
+				failing = n
+				progress = time.Now()
+			}
 		} else {
 			last = err.Error()
 		}
@@ -63,8 +74,27 @@ func waitHealthy(ctx context.Context, p *process, hc *http.Client, url, want str
 			return fmt.Errorf("%s: stopped waiting for %s: %w (log: %s)", p.name, url, ctx.Err(), p.logPath)
 		case <-tick.C:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy after %s at %s (last: %s); its log is %s", p.name, timeout, url, tailLines(last, 5), p.logPath)
+		if now := time.Now(); now.Sub(progress) > timeout || now.Sub(start) > maxWaitFactor*timeout {
+			return fmt.Errorf("%s not healthy after %s at %s, no check turning ok for %s (last: %s); its log is %s",
+				p.name, now.Sub(start).Round(time.Second), url, timeout, failedChecks(last), p.logPath)
 		}
 	}
+}
+
+// maxWaitFactor bounds waitHealthy however slowly the checks turn ok.
+const maxWaitFactor = 8
+
+// failedChecks keeps the "[-]" lines of a /readyz or /healthz answer (the
+// checks still failing), or the last 5 lines when there are none.
+func failedChecks(answer string) string {
+	var failed []string
+	for _, l := range strings.Split(answer, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "[-]") {
+			failed = append(failed, strings.TrimSpace(l))
+		}
+	}
+	if len(failed) == 0 {
+		return tailLines(answer, 5)
+	}
+	return strings.Join(failed, "; ")
 }
