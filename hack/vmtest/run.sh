@@ -15,13 +15,17 @@
 #     overridden (--set); QEMU under TCG when KVM cannot run it
 #  6. inside the VM, as the learner: hack/vmtest/guest.sh (repository
 #     read-only, LABS_STATE_DIR on the VM's disk, tools at their pins, how
-#     provisioning got them), then lab 00 and the READMEs of labs 00-05 with
-#     internal/readmerun (test binary built here)
+#     provisioning got them); `sudo scripts/containerd-up.sh` as README 11
+#     says (containerd 2.2's binaries built here are placed in the VM's
+#     /var/lib/kubelet-labs/bin first: a TCG compile would take an hour);
+#     then lab 00 and the READMEs of labs 00-05, 11 and 12 with
+#     internal/readmerun (test binary built here); then
+#     `sudo scripts/containerd-down.sh`, which checks it left nothing
 #  7. limactl stop, limactl delete, and nothing of the VM left
 #
 # Knobs (environment): VMTEST_DIR (work folder, /var/tmp/vmtest),
 # VMTEST_USER (learner), VMTEST_CPUS (2), VMTEST_MEMORY (GiB, 4),
-# VMTEST_LABS (01,02,03,04,05), VMTEST_LABS_BIN (control plane binaries
+# VMTEST_LABS (01,02,03,04,05,11,12), VMTEST_LABS_BIN (control plane binaries
 # built on the host to copy into the VM's state folder; default: built here
 # with `go run ./labs/00-cluster --build-only`), VMTEST_KVM=1 (use KVM as
 # Lima asks, no TCG wrapper), VMTEST_KEEP=1 (leave the VM running),
@@ -32,7 +36,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${VMTEST_DIR:-/var/tmp/vmtest}"
 user="${VMTEST_USER:-learner}"
-labs="${VMTEST_LABS:-01,02,03,04,05}"
+labs="${VMTEST_LABS:-01,02,03,04,05,11,12}"
 name=vmtest
 cd "${repo}"
 
@@ -117,7 +121,7 @@ fi
 "${work}/lima/bin/limactl" --version
 
 # --- 3 ----------------------------------------------------------------------
-step "3. seed: kind, kubectl, control plane, Go build cache"
+step "3. seed: kind, kubectl, control plane, containerd, Go build cache"
 seed="${work}/seed"
 mkdir -p "${seed}"
 kind_version="$(awk '$1 == "sigs.k8s.io/kind" { print $2 }' hack/envcheck/go.mod)"
@@ -135,6 +139,13 @@ for b in etcd kube-apiserver kube-controller-manager kubectl kwok crictl .kubern
 done
 chmod -R a+rX "${work}/labs-bin"
 cp -p "${work}/labs-bin/kubectl" "${seed}/kubectl"
+# containerd 2.2 as scripts/build-containerd.sh builds it (here, as root,
+# into root's tree), for the VM's root tree
+scripts/build-containerd.sh
+containerd_bin="$(bash -c 'source scripts/containerd/lib.sh && echo "${CONTAINERD2_BIN_DIR}"')"
+rm -rf "${work}/containerd-bin"
+cp -a "${containerd_bin}" "${work}/containerd-bin"
+chmod -R a+rX "${work}/containerd-bin"
 # The READMEs `go run` the labs. Their dependencies (Kubernetes' client,
 # apimachinery...) take many minutes to compile under TCG: compile them here,
 # with the Go module and build caches at the paths the VM uses
@@ -142,10 +153,11 @@ cp -p "${work}/labs-bin/kubectl" "${seed}/kubectl"
 # finds them cached. Only the build cache's use changes; the commands are the
 # READMEs'.
 # It runs while the image is built and the VM boots; step 8 waits for it.
-rm -f "${work}/gocaches.tar"
+# (a fresh build cache: entries of older runs would only make the copy longer)
+rm -rf "${work}/gocaches.tar" "${work}/gocache"
 (
 	GOCACHE="${work}/gocache" GOMODCACHE="${work}/gomod" GOFLAGS=-buildvcs=false \
-		go build ./labs/00-cluster ./labs/01-* ./labs/02-* ./labs/03-* ./labs/04-* ./labs/05-*
+		go build ./labs/00-cluster ./labs/01-* ./labs/02-* ./labs/03-* ./labs/04-* ./labs/05-* ./labs/11-* ./labs/12-*
 	tar -C / -cf "${work}/gocaches.tar" "${work#/}/gocache" "${work#/}/gomod"
 	chmod a+r "${work}/gocaches.tar"
 ) >"${work}/gocache.log" 2>&1 &
@@ -200,8 +212,16 @@ lima copy -r "${work}/labs-bin" "${name}:/tmp/labs-bin"
 in_vm bash -lc 'set -e; sudo tar -C / -xf /tmp/gocaches.tar && sudo chown -R "$(id -u):$(id -g)" '"${work}"' && rm /tmp/gocaches.tar
 mkdir -p "$LABS_STATE_DIR/bin" && touch "$LABS_STATE_DIR/.kubelet-labs-state" && cp -a /tmp/labs-bin/. "$LABS_STATE_DIR/bin/" && rm -rf /tmp/labs-bin
 ls -la "$LABS_STATE_DIR/bin"'
+lima copy -r "${work}/containerd-bin" "${name}:/tmp/containerd-bin"
+in_vm bash -lc 'set -e; v="$(bash -c "source scripts/containerd/lib.sh && echo \${CONTAINERD2_BIN_DIR}")"
+sudo install -d -m 0711 -o root -g root /var/lib/kubelet-labs /var/lib/kubelet-labs/bin
+sudo cp -r /tmp/containerd-bin "$v" && sudo chown -R root:root "$v" && rm -rf /tmp/containerd-bin
+sudo ls -la "$v"'
 
-step "9. inside: READMEs of labs 00 and ${labs} (internal/readmerun)"
+step "9. inside: sudo scripts/containerd-up.sh (README 11: the one root command)"
+in_vm bash -lc 'sudo scripts/containerd-up.sh'
+
+step "10. inside: READMEs of labs 00 and ${labs} (internal/readmerun)"
 in_vm bash -lc "LABS_README='${labs}' GOCACHE='${work}/gocache' GOMODCACHE='${work}/gomod' /tmp/readmerun.test -test.run '^TestLabREADMEs\$' -test.v -test.timeout 90m 2>&1 | tee /tmp/readmerun.log; exit \${PIPESTATUS[0]}"
 
 if [ "${VMTEST_KEEP:-}" = 1 ]; then
@@ -210,7 +230,10 @@ if [ "${VMTEST_KEEP:-}" = 1 ]; then
 	exit 0
 fi
 
-step "10. limactl stop and delete; nothing left"
+step "11. inside: sudo scripts/containerd-down.sh (it checks that nothing is left)"
+in_vm bash -lc 'sudo scripts/containerd-down.sh'
+
+step "12. limactl stop and delete; nothing left"
 lima stop "${name}"
 lima delete "${name}"
 if [ -e "${lima_home}/${name}" ]; then
