@@ -50,8 +50,10 @@ func DefaultCapacity() v1.ResourceList {
 
 // Options configure a Fleet. Config, Nodes and Dir are required.
 type Options struct {
-	// Config is the credential every node acts with (see the package
-	// documentation, Identity).
+	// Config is the kubeconfig's credential (the admin's). By default the
+	// fleet uses it once, at start, to make its own narrow credential
+	// (ensureIdentity) and never again; with SharedIdentity every node acts
+	// with it. See the package documentation, Identity.
 	Config *rest.Config
 	// Nodes is how many nodes run; they are named Prefix-0000, Prefix-0001…
 	Nodes  int
@@ -100,6 +102,9 @@ type Fleet struct {
 	ready   chan struct{}
 	ran     bool
 	log     func(string, ...any)
+	// client is the shared client Run built (set before any node starts):
+	// for the tests, which check who its requests go as.
+	client kubernetes.Interface
 }
 
 // New checks the options and the process-wide state; nothing runs until Run.
@@ -173,10 +178,20 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	f.ran = true
 	o := f.o
-	client, heartbeat, err := f.clients()
+	cred := o.Config
+	if !o.SharedIdentity {
+		// The kubeconfig's credential is used here and nowhere else.
+		var err error
+		if cred, err = ensureIdentity(ctx, o.Config, o.Prefix, f.names); err != nil {
+			return err
+		}
+		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), IdentityRole(o.Prefix))
+	}
+	client, heartbeat, err := f.clients(cred)
 	if err != nil {
 		return err
 	}
+	f.client = client
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("fleet: pod logs folder: %w", err)
 	}
@@ -261,23 +276,26 @@ feed:
 	return nil
 }
 
-// clients are the two views of the one connection: client for pods and
-// registration (rate-limited by QPS/Burst), heartbeat for leases and node
-// status (no limit, a timeout as the kubelet's heartbeat client).
-func (f *Fleet) clients() (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
+// clients are the two views of the one connection made with cred: client
+// for pods and registration (rate-limited by QPS/Burst), heartbeat for
+// leases and node status (no limit, a timeout as the kubelet's heartbeat
+// client).
+func (f *Fleet) clients(cred *rest.Config) (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
 	o := f.o
-	cfg := rest.CopyConfig(o.Config)
+	cfg := rest.CopyConfig(cred)
 	cfg.UserAgent = "kubelet-labs-fleet"
 	// Protobuf on the wire, as the kubelet's --kube-api-content-type
 	// default (cmd/kubelet/app/server.go:1214-1224): cheaper to encode and
 	// decode than JSON, for the apiserver and for us.
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	if !o.SharedIdentity {
-		impersonateNodes(cfg)
-	}
+	// Counted beneath the impersonation: a write refused before it is
+	// sent (ErrNoNode) is no API call.
 	if o.Calls != nil {
 		o.Calls.Wrap(cfg)
+	}
+	if !o.SharedIdentity {
+		impersonateNodes(cfg)
 	}
 	main := rest.CopyConfig(cfg)
 	main.QPS, main.Burst = o.QPS, o.Burst

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,16 @@ func TestFleet(t *testing.T) {
 	}
 	if deletes != pods || st.Wasted != (fleet.Wasted{}) {
 		t.Errorf("the fleet deleted pods %d times (want %d, once each) and wasted %+v (want none)", deletes, pods, st.Wasted)
+	}
+	// Every request went as a node or as the fleet's own identity, and
+	// each was one that identity may make: none refused.
+	for _, c := range st.Calls {
+		if c.Code == http.StatusForbidden || c.Code == http.StatusUnauthorized {
+			t.Errorf("refused: %s", c)
+		}
+	}
+	if !strings.Contains(out.String(), "identity "+fleet.IdentityUser) {
+		t.Errorf("the fleet did not say which identity it uses:\n%s", out)
 	}
 	t.Logf("fleet output:\n%s", out)
 }
