@@ -8,14 +8,17 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/node"
+	"kubelet-labs/mycore/podconfig"
 )
 
 // The tests below run fleets against a real control plane (started once
@@ -150,4 +153,130 @@ func count(c *Calls, verb, resource string) (n int64) {
 		}
 	}
 	return n
+}
+
+// TestStuckNodeHoldsUpNoOther: one node whose Node create is refused, for
+// ever (a ValidatingAdmissionPolicy), with one registration at a time —
+// the other nodes still register and renew their Leases, pods bound to
+// them still run while the stuck node's pods fill more than its buffer of
+// pod updates, Ready stays open, and the stuck node keeps trying.
+func TestStuckNodeHoldsUpNoOther(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	ctx := context.Background()
+	const stuck = "tstuck-0000"
+	refuseNode(t, admin, stuck)
+
+	r := startFleet(t, Options{Config: testenv.AdminConfig(t), Nodes: 3, Prefix: "tstuck", LeaseDurationSeconds: 4, RegisterParallelism: 1})
+	others := r.f.Names()[1:]
+	leases := admin.CoordinationV1().Leases(v1.NamespaceNodeLease)
+	first := map[string]time.Time{}
+	testenv.PollTrue(t, "a Lease for every node but "+stuck, 2*time.Minute, func() bool {
+		for _, n := range others {
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil || l.Spec.RenewTime == nil {
+				return false
+			}
+			first[n] = l.Spec.RenewTime.Time
+		}
+		return true
+	})
+	testenv.PollTrue(t, "every Lease but "+stuck+"'s renewed (every 1s)", 2*time.Minute, func() bool {
+		for _, n := range others {
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil || !l.Spec.RenewTime.After(first[n]) {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := admin.CoreV1().Nodes().Get(ctx, stuck, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Node %s: got %v, want NotFound (its create is refused)", stuck, err)
+	}
+	if !strings.Contains(r.log.String(), "register "+stuck+": ") {
+		t.Errorf("no failed registration of %s logged:\n%s", stuck, r.log)
+	}
+	select {
+	case <-r.f.Ready():
+		t.Errorf("Ready closed with %s not registered", stuck)
+	default:
+	}
+
+	// More pods on the stuck node than its channel holds, then one on
+	// another node: that one runs.
+	testenv.WaitDefaultServiceAccount(t, admin)
+	ns := testenv.Namespace(t, admin, "tstuck")
+	testenv.WaitServiceAccount(t, admin, ns)
+	pod := func(name, nodeName string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.PodSpec{
+			NodeName: nodeName, Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep", "3600"}}},
+		}}
+	}
+	for i := range podconfig.UpdatesBuffer + 1 {
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("on-stuck-%02d", i), stuck), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("on-other", others[0]), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollTrue(t, "pod on-other Running on "+others[0], 2*time.Minute, func() bool {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "on-other", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+
+	// And the stuck node never gives up (every 7 s at most, as the kubelet).
+	tries := func() int { return strings.Count(r.log.String(), "register "+stuck+": ") }
+	before := tries()
+	testenv.PollTrue(t, stuck+" still trying to register", time.Minute, func() bool { return tries() > before })
+}
+
+// refuseNode makes the apiserver refuse every create of Node name (a
+// ValidatingAdmissionPolicy and its binding, removed when the test ends),
+// and waits until it does: policies are loaded a moment after they are made.
+func refuseNode(t *testing.T, admin kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	policyName := "kubelet-labs-test-refuse-" + name
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.name != %q", name),
+				Message:    "the test refuses this node's registration",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policyName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	ar := admin.AdmissionregistrationV1()
+	if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), policyName, metav1.DeleteOptions{})
+	})
+	if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), policyName, metav1.DeleteOptions{})
+	})
+	testenv.PollTrue(t, "the apiserver refuses to create Node "+name, time.Minute, func() bool {
+		_, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	})
 }

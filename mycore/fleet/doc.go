@@ -45,6 +45,14 @@
 // are exempt from priority and fairness — nothing stops them from
 // flooding the apiserver.
 //
+// # Registration
+//
+// Each node registers on its own, as a kubelet does, retrying for ever: a
+// node whose Node create keeps failing holds up no other node's
+// registration, Lease or pods; its kubelet runs (and reads its pods) after
+// its first attempt, its heartbeats once its Node exists. Ready waits for
+// every node.
+//
 // # Process-wide state
 //
 // Some of what the kubelet packages use is global to the process, and a

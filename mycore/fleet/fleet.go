@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -78,7 +79,8 @@ type Options struct {
 	StatusUpdateFrequency time.Duration
 	RelistPeriod          time.Duration
 	HousekeepingPeriod    time.Duration
-	// RegisterParallelism: Node creates in flight (default 16).
+	// RegisterParallelism: Node creates in flight (default 16). A node
+	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
 	// SharedIdentity makes every node act as the credential's own user,
 	// as KWOK does. By default each node's requests impersonate it
@@ -165,7 +167,8 @@ func checkProcessState() error {
 func (f *Fleet) Names() []string { return append([]string(nil), f.names...) }
 
 // Ready is closed once every node is registered and its heartbeats and
-// kubelet run.
+// kubelet run. A node whose registration keeps failing keeps it open (Run
+// logs each failure); the other nodes run and renew their leases anyway.
 func (f *Fleet) Ready() <-chan struct{} { return f.ready }
 
 // Run registers the nodes and runs them until ctx ends. It returns once
@@ -240,36 +243,37 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.members[i] = m
 	}
 
-	// Register in parallel, then each node starts its heartbeats and its
-	// kubelet at once: nodes come up one after the other, so their leases
-	// are spread over the registration rather than renewed in one burst.
+	// Each node registers on its own: a place among RegisterParallelism
+	// is held for one Node create at a time, never during a back-off, so
+	// a node whose create keeps failing holds up no other. Its kubelet
+	// starts after the first attempt, whatever its outcome — upstream's
+	// Kubelet.Run does not wait for registration before its sync loop
+	// either (pkg/kubelet/kubelet.go:1919-1924 and :1967, v1.36.3:
+	// registration is retried in syncNodeStatus's goroutine,
+	// kubelet_node_status.go:452-463, the loop runs beside it) — and it must
+	// read its pod updates: the shared pod informer hands them to the
+	// nodes one after the other (podconfig.WatchNodes), so a node that
+	// never reads would hold up every other node's pods once its buffer
+	// is full. Its heartbeats (Lease, node status) start once the Node
+	// exists. Nodes come up one after the other, so their leases are
+	// spread over the registration rather than renewed in one burst.
 	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
-	jobs := make(chan *member)
-	var registered sync.WaitGroup
-	for range o.RegisterParallelism {
-		registered.Go(func() {
-			for m := range jobs {
-				if err := m.register(ctx, client); err != nil {
-					continue // ctx ended
-				}
-				wg.Go(func() { m.runHeartbeats(ctx, heartbeat, getNode) })
-				wg.Go(func() { m.runKubelet(ctx) })
-			}
-		})
-	}
-feed:
+	places := make(chan struct{}, o.RegisterParallelism)
+	var left atomic.Int64
+	left.Store(int64(len(f.members)))
 	for _, m := range f.members {
-		select {
-		case jobs <- m:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	registered.Wait()
-	if ctx.Err() == nil {
-		f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
-		close(f.ready)
+		wg.Go(func() {
+			var once sync.Once
+			kubelet := func() { once.Do(func() { wg.Go(func() { m.runKubelet(ctx) }) }) }
+			if err := m.register(ctx, client, places, kubelet); err != nil {
+				return // ctx ended
+			}
+			if left.Add(-1) == 0 && ctx.Err() == nil {
+				f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
+				close(f.ready)
+			}
+			m.runHeartbeats(ctx, heartbeat, getNode)
+		})
 	}
 	<-ctx.Done()
 	f.log("stopping %d nodes", len(f.names))
