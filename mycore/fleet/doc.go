@@ -21,21 +21,37 @@
 //
 // # Identity
 //
-// The fleet holds one credential (the admin kubeconfig, or any other that
-// may impersonate) and one connection. Each node's requests impersonate
-// that node — user system:node:NAME, group system:nodes — so the apiserver
-// checks and schedules them exactly as a kubelet's: the Node authorizer
-// and NodeRestriction let node X read and write only its own Node, Lease
-// and pods, and API Priority and Fairness queues node X's requests in the
-// node flow schemas, fairly against the other nodes (heartbeats first). A
-// certificate per node would do the same at the cost of a CSR and a TLS
-// session per node. Only the shared informers (all bound pods, the fleet's
-// Nodes) go as the credential's own user.
+// The fleet holds one credential and one connection. The credential is
+// its own, not the admin's: given the admin kubeconfig, the fleet uses it
+// once, at start, to bind the user kubelet-labs:fleet to a ClusterRole
+// that may impersonate exactly the fleet's nodes (and group system:nodes,
+// no other) and list and watch pods and nodes, and to get that user a
+// client certificate whose key stays in the process (credential.go). Each
+// node's requests impersonate that node — user system:node:NAME, group
+// system:nodes — so the apiserver checks and schedules them exactly as a
+// kubelet's: the Node authorizer and NodeRestriction let node X read and
+// write only its own Node, Lease and pods, and API Priority and Fairness
+// queues node X's requests in the node flow schemas, fairly against the
+// other nodes (heartbeats first). A certificate per node would do the same
+// at the cost of a CSR and a TLS session per node. Only the shared
+// informers (all bound pods, the fleet's Nodes) go as kubelet-labs:fleet;
+// a write that names no node is a bug, refused before it is sent
+// (ErrNoNode), never sent as someone who may do more. Were the admin the
+// credential, such a request would go as system:masters: no RBAC, no node
+// rules, exempt from priority and fairness.
 //
-// With Options.SharedIdentity every request goes as the credential's user,
+// With Options.SharedIdentity every request goes as the kubeconfig's user,
 // as KWOK's do: then no per-node check is made, and an admin's requests
 // are exempt from priority and fairness — nothing stops them from
 // flooding the apiserver.
+//
+// # Registration
+//
+// Each node registers on its own, as a kubelet does, retrying for ever: a
+// node whose Node create keeps failing holds up no other node's
+// registration, Lease or pods; its kubelet runs (and reads its pods) after
+// its first attempt, its heartbeats once its Node exists. Ready waits for
+// every node.
 //
 // # Process-wide state
 //

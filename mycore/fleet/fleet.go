@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -50,8 +51,10 @@ func DefaultCapacity() v1.ResourceList {
 
 // Options configure a Fleet. Config, Nodes and Dir are required.
 type Options struct {
-	// Config is the credential every node acts with (see the package
-	// documentation, Identity).
+	// Config is the kubeconfig's credential (the admin's). By default the
+	// fleet uses it once, at start, to make its own narrow credential
+	// (ensureIdentity) and never again; with SharedIdentity every node acts
+	// with it. See the package documentation, Identity.
 	Config *rest.Config
 	// Nodes is how many nodes run; they are named Prefix-0000, Prefix-0001…
 	Nodes  int
@@ -76,7 +79,8 @@ type Options struct {
 	StatusUpdateFrequency time.Duration
 	RelistPeriod          time.Duration
 	HousekeepingPeriod    time.Duration
-	// RegisterParallelism: Node creates in flight (default 16).
+	// RegisterParallelism: Node creates in flight (default 16). A node
+	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
 	// SharedIdentity makes every node act as the credential's own user,
 	// as KWOK does. By default each node's requests impersonate it
@@ -100,6 +104,9 @@ type Fleet struct {
 	ready   chan struct{}
 	ran     bool
 	log     func(string, ...any)
+	// client is the shared client Run built (set before any node starts):
+	// for the tests, which check who its requests go as.
+	client kubernetes.Interface
 }
 
 // New checks the options and the process-wide state; nothing runs until Run.
@@ -160,7 +167,8 @@ func checkProcessState() error {
 func (f *Fleet) Names() []string { return append([]string(nil), f.names...) }
 
 // Ready is closed once every node is registered and its heartbeats and
-// kubelet run.
+// kubelet run. A node whose registration keeps failing keeps it open (Run
+// logs each failure); the other nodes run and renew their leases anyway.
 func (f *Fleet) Ready() <-chan struct{} { return f.ready }
 
 // Run registers the nodes and runs them until ctx ends. It returns once
@@ -173,10 +181,20 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	f.ran = true
 	o := f.o
-	client, heartbeat, err := f.clients()
+	cred := o.Config
+	if !o.SharedIdentity {
+		// The kubeconfig's credential is used here and nowhere else.
+		var err error
+		if cred, err = ensureIdentity(ctx, o.Config, o.Prefix, f.names); err != nil {
+			return err
+		}
+		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), IdentityRole(o.Prefix))
+	}
+	client, heartbeat, err := f.clients(cred)
 	if err != nil {
 		return err
 	}
+	f.client = client
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("fleet: pod logs folder: %w", err)
 	}
@@ -225,59 +243,63 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.members[i] = m
 	}
 
-	// Register in parallel, then each node starts its heartbeats and its
-	// kubelet at once: nodes come up one after the other, so their leases
-	// are spread over the registration rather than renewed in one burst.
+	// Each node registers on its own: a place among RegisterParallelism
+	// is held for one Node create at a time, never during a back-off, so
+	// a node whose create keeps failing holds up no other. Its kubelet
+	// starts after the first attempt, whatever its outcome — upstream's
+	// Kubelet.Run does not wait for registration before its sync loop
+	// either (pkg/kubelet/kubelet.go:1919-1924 and :1967, v1.36.3:
+	// registration is retried in syncNodeStatus's goroutine,
+	// kubelet_node_status.go:452-463, the loop runs beside it) — and it must
+	// read its pod updates: the shared pod informer hands them to the
+	// nodes one after the other (podconfig.WatchNodes), so a node that
+	// never reads would hold up every other node's pods once its buffer
+	// is full. Its heartbeats (Lease, node status) start once the Node
+	// exists. Nodes come up one after the other, so their leases are
+	// spread over the registration rather than renewed in one burst.
 	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
-	jobs := make(chan *member)
-	var registered sync.WaitGroup
-	for range o.RegisterParallelism {
-		registered.Go(func() {
-			for m := range jobs {
-				if err := m.register(ctx, client); err != nil {
-					continue // ctx ended
-				}
-				wg.Go(func() { m.runHeartbeats(ctx, heartbeat, getNode) })
-				wg.Go(func() { m.runKubelet(ctx) })
-			}
-		})
-	}
-feed:
+	places := make(chan struct{}, o.RegisterParallelism)
+	var left atomic.Int64
+	left.Store(int64(len(f.members)))
 	for _, m := range f.members {
-		select {
-		case jobs <- m:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	registered.Wait()
-	if ctx.Err() == nil {
-		f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
-		close(f.ready)
+		wg.Go(func() {
+			var once sync.Once
+			kubelet := func() { once.Do(func() { wg.Go(func() { m.runKubelet(ctx) }) }) }
+			if err := m.register(ctx, client, places, kubelet); err != nil {
+				return // ctx ended
+			}
+			if left.Add(-1) == 0 && ctx.Err() == nil {
+				f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
+				close(f.ready)
+			}
+			m.runHeartbeats(ctx, heartbeat, getNode)
+		})
 	}
 	<-ctx.Done()
 	f.log("stopping %d nodes", len(f.names))
 	return nil
 }
 
-// clients are the two views of the one connection: client for pods and
-// registration (rate-limited by QPS/Burst), heartbeat for leases and node
-// status (no limit, a timeout as the kubelet's heartbeat client).
-func (f *Fleet) clients() (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
+// clients are the two views of the one connection made with cred: client
+// for pods and registration (rate-limited by QPS/Burst), heartbeat for
+// leases and node status (no limit, a timeout as the kubelet's heartbeat
+// client).
+func (f *Fleet) clients(cred *rest.Config) (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
 	o := f.o
-	cfg := rest.CopyConfig(o.Config)
+	cfg := rest.CopyConfig(cred)
 	cfg.UserAgent = "kubelet-labs-fleet"
 	// Protobuf on the wire, as the kubelet's --kube-api-content-type
 	// default (cmd/kubelet/app/server.go:1214-1224): cheaper to encode and
 	// decode than JSON, for the apiserver and for us.
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	if !o.SharedIdentity {
-		impersonateNodes(cfg)
-	}
+	// Counted beneath the impersonation: a write refused before it is
+	// sent (ErrNoNode) is no API call.
 	if o.Calls != nil {
 		o.Calls.Wrap(cfg)
+	}
+	if !o.SharedIdentity {
+		impersonateNodes(cfg)
 	}
 	main := rest.CopyConfig(cfg)
 	main.QPS, main.Burst = o.QPS, o.Burst

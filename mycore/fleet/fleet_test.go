@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,41 +16,51 @@ import (
 )
 
 // TestImpersonateNodes: a request made for a node carries that node's
-// identity; one made without (the shared informers) carries none; both
-// are counted by verb, resource and code.
+// identity; a read made without (the shared informers) carries none; a
+// write made without is refused before it is sent. What is sent is
+// counted by verb, resource and code; what is refused is not.
 func TestImpersonateNodes(t *testing.T) {
 	type seen struct {
 		path   string
 		user   string
 		groups []string
 	}
-	got := make(chan seen, 2)
+	got := make(chan seen, 3)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- seen{r.URL.Path, r.Header.Get("Impersonate-User"), r.Header.Values("Impersonate-Group")}
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
 	}))
 	defer srv.Close()
 	cfg := &rest.Config{Host: srv.URL}
-	impersonateNodes(cfg)
 	calls := NewCalls()
 	calls.Wrap(cfg)
+	impersonateNodes(cfg)
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = c.CoreV1().Pods("ns").Get(asNode(context.Background(), "n-0001"), "p", metav1.GetOptions{})
+	_ = c.CoreV1().Pods("ns").Delete(asNode(context.Background(), "n-0001"), "p", metav1.DeleteOptions{})
 	s := <-got
-	if s.user != "system:node:n-0001" || strings.Join(s.groups, ",") != "system:nodes,system:authenticated" {
-		t.Errorf("as node: user %q groups %v", s.user, s.groups)
+	if s.user != "system:node:n-0001" || strings.Join(s.groups, ",") != "system:nodes" {
+		t.Errorf("as node: user %q groups %v, want system:node:n-0001 in system:nodes (the apiserver adds system:authenticated)", s.user, s.groups)
 	}
-	_ = c.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{})
+	_, _ = c.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	s = <-got
 	if s.user != "" || len(s.groups) != 0 {
-		t.Errorf("without a node: user %q groups %v, want no impersonation", s.user, s.groups)
+		t.Errorf("a read without a node: user %q groups %v, want no impersonation", s.user, s.groups)
+	}
+	err = c.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{})
+	if !errors.Is(err, ErrNoNode) {
+		t.Errorf("a write without a node: got %v, want ErrNoNode", err)
+	}
+	select {
+	case s := <-got:
+		t.Errorf("a write without a node reached the server: %+v", s)
+	default:
 	}
 	counts := calls.Counts()
-	if len(counts) != 2 || counts[0].Call != (Call{"DELETE", "pods", 404}) || counts[1].Call != (Call{"GET", "pods", 404}) {
-		t.Errorf("counts %v", counts)
+	if len(counts) != 2 || counts[0].Call != (Call{"DELETE", "pods", 404}) || counts[1].Call != (Call{"LIST", "pods", 404}) {
+		t.Errorf("counts %v, want the node's DELETE and the LIST (the refused write was never sent)", counts)
 	}
 	if w := WastedOf(counts); w.DeletesOfGone != 1 || w.Conflicts != 0 {
 		t.Errorf("wasted %+v, want the one delete of a gone pod", w)

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -23,29 +25,53 @@ func asNode(ctx context.Context, name string) context.Context {
 	return klog.NewContext(ctx, klog.FromContext(ctx).WithValues("node", name))
 }
 
+// ErrNoNode: a write whose context names no node (see asNode). The fleet
+// refuses it before anything is sent: every write of a fleet is one node's,
+// and the fleet's own identity (IdentityUser) may only read.
+var ErrNoNode = errors.New("fleet: a write that names no node (the request's context has no asNode): refused, nothing sent; every write of the fleet is one node's")
+
 // impersonateNodes makes every request whose context names a node (see
 // asNode) impersonate that node, as a kubelet with its own certificate
-// would authenticate: the apiserver's Node authorizer and NodeRestriction
-// admission then check it as that node (its own Node, Lease and pods
-// only), and API Priority and Fairness queues it as a node (heartbeats in
-// system-node-high, the rest in system-nodes, fairly per node). Requests
-// without a node (the shared informers) keep the credential's own user.
+// would authenticate: user system:node:NAME in group system:nodes, the two
+// things the apiserver's node identifier reads
+// (pkg/auth/nodeidentifier/default.go:40-60, v1.36.3). The Node authorizer
+// and NodeRestriction admission then check it as that node (its own Node,
+// Lease and pods only), and API Priority and Fairness queues it as a node
+// (heartbeats in system-node-high, the rest in system-nodes, fairly per
+// node). The group system:authenticated is not asked for: the apiserver
+// adds it to every impersonated user that is not anonymous
+// (k8s.io/apiserver/pkg/endpoints/filters/impersonation/mode.go:365-369,
+// and impersonation.go:126-144 with the ConstrainedImpersonation gate off),
+// and asking would need one more impersonate permission.
+//
+// A request that names no node goes as the credential's own user — the
+// fleet's identity (IdentityUser), which may list and watch pods and nodes
+// for the shared informers and nothing else — and only if it is a read
+// (GET: get, list, watch). A write that names no node is a bug (a library
+// call that dropped the context): it is refused here with ErrNoNode, before
+// anything is sent, rather than sent as whoever the credential is.
 //
 // One connection, one credential: the credential must be allowed to
-// impersonate (the admin is). A fleet with a certificate per node would
-// be a thousand TLS sessions for the same checks.
+// impersonate the fleet's nodes (ensureIdentity's ClusterRole). A fleet
+// with a certificate per node would be a thousand TLS sessions for the
+// same checks.
 func impersonateNodes(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return wrap(rt, func(req *http.Request) (*http.Response, error) {
 			name, ok := req.Context().Value(nodeKey{}).(string)
 			if !ok {
+				if req.Method != http.MethodGet {
+					if req.Body != nil {
+						req.Body.Close() // a RoundTripper closes the body, even on error
+					}
+					return nil, fmt.Errorf("%w: %s %s", ErrNoNode, req.Method, req.URL.Path)
+				}
 				return rt.RoundTrip(req)
 			}
 			req = req.Clone(req.Context()) // a RoundTripper must not change its request
 			req.Header.Set(authenticationv1.ImpersonateUserHeader, "system:node:"+name)
 			req.Header.Del(authenticationv1.ImpersonateGroupHeader)
 			req.Header.Add(authenticationv1.ImpersonateGroupHeader, "system:nodes")
-			req.Header.Add(authenticationv1.ImpersonateGroupHeader, "system:authenticated")
 			return rt.RoundTrip(req)
 		})
 	})

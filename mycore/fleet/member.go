@@ -62,19 +62,43 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 }
 
 // register creates the Node (or finds it registered before), retrying
-// with the kubelet's back-off (100 ms doubling to 7 s) until ctx ends:
-// registerWithAPIServer never gives up either.
-func (m *member) register(ctx context.Context, client kubernetes.Interface) error {
+// until ctx ends with the kubelet's back-off, 100 ms doubling to 7 s and
+// then every 7 s: registerWithAPIServer never gives up
+// (pkg/kubelet/kubelet_node_status.go:52-67, v1.36.3). (Not
+// wait.ExponentialBackoff: its Backoff ends once the cap is reached —
+// delay() sets Steps to 0 — so a node refused for 13 s stopped trying.)
+// Each attempt holds one of places (the fleet's RegisterParallelism)
+// while its create is in flight, and only then: during the back-off the
+// place is free for other nodes. tried is called after the first attempt,
+// whatever its outcome.
+func (m *member) register(ctx context.Context, client kubernetes.Interface, places chan struct{}, tried func()) error {
 	ctx = asNode(ctx, m.name)
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 7 * time.Second, Steps: 1 << 30}
-	return wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		_, _, err := node.Register(ctx, client, m.cfg.InitialNode(time.Now()))
-		if err != nil && ctx.Err() == nil {
-			m.f.log("register %s: %v (retrying)", m.name, err)
-			return false, nil
+	step := 100 * time.Millisecond
+	for {
+		select {
+		case places <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		return err == nil, nil
-	})
+		_, _, err := node.Register(ctx, client, m.cfg.InitialNode(time.Now()))
+		<-places
+		tried()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		m.f.log("register %s: %v (retrying in %s)", m.name, err, step)
+		t := time.NewTimer(step)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		step = min(2*step, 7*time.Second)
+	}
 }
 
 // runHeartbeats renews the node's Lease (the kubelet's lease controller)

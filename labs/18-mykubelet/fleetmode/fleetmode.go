@@ -36,7 +36,9 @@ import (
 // this process, each on its own mock runtime.
 type Options struct {
 	// Kubeconfig (admin) and RelistPeriod are the lab's flags, shared with
-	// the single node; the rest are fleet mode's own (Register).
+	// the single node; the rest are fleet mode's own (Register). The
+	// fleet uses the kubeconfig once, at start, to make its own narrow
+	// identity (mycore/fleet, Identity), unless --shared-identity.
 	Kubeconfig   string
 	RelistPeriod time.Duration
 
@@ -66,7 +68,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often each node checks its status (written only when it changed, or every 5m) (kubelet: 10s)")
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
-	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
+	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: the kubeconfig is used once, to make the fleet's own identity "+fleet.IdentityUser+", which may only impersonate the fleet's nodes and list and watch pods and nodes; each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")

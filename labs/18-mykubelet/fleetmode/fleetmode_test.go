@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,18 @@ func TestFleet(t *testing.T) {
 	}
 	if deletes != pods || st.Wasted != (fleet.Wasted{}) {
 		t.Errorf("the fleet deleted pods %d times (want %d, once each) and wasted %+v (want none)", deletes, pods, st.Wasted)
+	}
+	// The requests that name no node — the shared informers' lists and
+	// watches — go as the fleet's own identity, which may make them. (A
+	// node's GET of a pod may get 403 now and then: the Node authorizer's
+	// graph lags behind a pod's create and delete, "no relationship found".)
+	for _, c := range st.Calls {
+		if (c.Verb == "LIST" || c.Verb == "WATCH") && (c.Code == http.StatusForbidden || c.Code == http.StatusUnauthorized) {
+			t.Errorf("the fleet's identity was refused: %s", c)
+		}
+	}
+	if !strings.Contains(out.String(), "identity "+fleet.IdentityUser) {
+		t.Errorf("the fleet did not say which identity it uses:\n%s", out)
 	}
 	t.Logf("fleet output:\n%s", out)
 }

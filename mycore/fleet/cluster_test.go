@@ -1,0 +1,282 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/node"
+	"kubelet-labs/mycore/podconfig"
+)
+
+// The tests below run fleets against a real control plane (started once
+// for this package's test binary); the others need none.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// running is a fleet whose Run goes on until the test ends.
+type running struct {
+	f    *Fleet
+	log  *testenv.SyncBuffer
+	errc chan error
+}
+
+// startFleet runs a fleet with o (its Log captured, its Lab label the
+// test's) until the test ends, then deletes its Nodes.
+func startFleet(t *testing.T, o Options) *running {
+	t.Helper()
+	admin := testenv.AdminClient(t)
+	r := &running{log: &testenv.SyncBuffer{}, errc: make(chan error, 1)}
+	o.Log = func(format string, args ...any) { fmt.Fprintf(r.log, format+"\n", args...) }
+	o.Lab = "t-" + o.Prefix
+	o.Dir = t.TempDir()
+	f, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.f = f
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { r.errc <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-r.errc:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("the fleet did not stop within 1m of cancel")
+		}
+		_ = admin.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: node.LabLabel + "=" + o.Lab})
+		t.Logf("fleet log:\n%s", r.log)
+	})
+	return r
+}
+
+func (r *running) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.f.Ready():
+	case err := <-r.errc:
+		t.Fatalf("the fleet ended before it was ready: %v\n%s", err, r.log)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the fleet was not ready after 2m:\n%s", r.log)
+	}
+}
+
+// TestFleetIdentity: given the admin kubeconfig, the fleet sends nothing
+// as the admin. A read that names no node goes as the fleet's own
+// identity (the apiserver names kubelet-labs:fleet when it refuses what
+// that identity may not read); a write that names no node is refused
+// before it is sent; a node outside the fleet cannot be impersonated.
+// Impersonated nodes still register, renew their Leases and pass
+// NodeRestriction — which still refuses what a kubelet may not do.
+func TestFleetIdentity(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	calls := NewCalls()
+	r := startFleet(t, Options{Config: testenv.AdminConfig(t), Nodes: 2, Prefix: "tid", LeaseDurationSeconds: 4, Calls: calls})
+	r.waitReady(t)
+	c, ctx := r.f.client, context.Background()
+
+	// Reads without a node: the fleet's identity, which may list pods
+	// (the informer), not secrets.
+	if _, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String()}); err != nil {
+		t.Errorf("list bound pods without a node (the pod informer's request): %v", err)
+	}
+	_, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "`+IdentityUser+`"`) {
+		t.Errorf("list secrets without a node: got %v, want Forbidden for user %s (not the admin, who may)", err, IdentityUser)
+	}
+
+	// Writes without a node: refused, nothing sent.
+	postsBefore := count(calls, "POST", "nodes")
+	_, err = c.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tid-rogue"}}, metav1.CreateOptions{})
+	if !errors.Is(err, ErrNoNode) {
+		t.Errorf("create a Node without a node in the context: got %v, want ErrNoNode", err)
+	}
+	if err := c.CoreV1().Pods(metav1.NamespaceDefault).Delete(ctx, "p", metav1.DeleteOptions{}); !errors.Is(err, ErrNoNode) {
+		t.Errorf("delete a pod without a node in the context: got %v, want ErrNoNode", err)
+	}
+	if n := count(calls, "POST", "nodes"); n != postsBefore {
+		t.Errorf("the refused create was sent: POST nodes %d → %d", postsBefore, n)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, "tid-rogue", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node tid-rogue: got %v, want NotFound", err)
+	}
+
+	// Only the fleet's own nodes may be impersonated.
+	_, err = c.CoreV1().Nodes().Get(asNode(ctx, "tid-9999"), "tid-9999", metav1.GetOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot impersonate resource "users"`) {
+		t.Errorf("act as a node outside the fleet: got %v, want Forbidden: cannot impersonate", err)
+	}
+
+	// As its nodes: registered and leased through the Node authorizer and
+	// NodeRestriction; a label of its own may be set, another node and a
+	// node-restriction label may not (NodeRestriction, admission.go:501-560).
+	for _, n := range r.f.Names() {
+		l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n {
+			t.Errorf("lease of %s: %v %v", n, l, err)
+		}
+	}
+	as0 := asNode(ctx, "tid-0000")
+	label := func(key string) []byte { return fmt.Appendf(nil, `{"metadata":{"labels":{%q:"yes"}}}`, key) }
+	if _, err := c.CoreV1().Nodes().Patch(as0, "tid-0000", types.MergePatchType, label("kubelet-labs.dev/test"), metav1.PatchOptions{}); err != nil {
+		t.Errorf("tid-0000 labels its own Node: %v", err)
+	}
+	_, err = c.CoreV1().Nodes().Patch(as0, "tid-0001", types.MergePatchType, label("kubelet-labs.dev/test"), metav1.PatchOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `node "tid-0000" is not allowed to modify node "tid-0001"`) {
+		t.Errorf("tid-0000 labels tid-0001: got %v, want NodeRestriction's Forbidden", err)
+	}
+	_, err = c.CoreV1().Nodes().Patch(as0, "tid-0000", types.MergePatchType, label("node-restriction.kubernetes.io/x"), metav1.PatchOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "is not allowed to modify labels") {
+		t.Errorf("tid-0000 sets a node-restriction label: got %v, want NodeRestriction's Forbidden", err)
+	}
+}
+
+func count(c *Calls, verb, resource string) (n int64) {
+	for _, cc := range c.Counts() {
+		if cc.Verb == verb && cc.Resource == resource {
+			n += cc.Count
+		}
+	}
+	return n
+}
+
+// TestStuckNodeHoldsUpNoOther: one node whose Node create is refused, for
+// ever (a ValidatingAdmissionPolicy), with one registration at a time —
+// the other nodes still register and renew their Leases, pods bound to
+// them still run while the stuck node's pods fill more than its buffer of
+// pod updates, Ready stays open, and the stuck node keeps trying.
+func TestStuckNodeHoldsUpNoOther(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	ctx := context.Background()
+	const stuck = "tstuck-0000"
+	refuseNode(t, admin, stuck)
+
+	r := startFleet(t, Options{Config: testenv.AdminConfig(t), Nodes: 3, Prefix: "tstuck", LeaseDurationSeconds: 4, RegisterParallelism: 1})
+	others := r.f.Names()[1:]
+	leases := admin.CoordinationV1().Leases(v1.NamespaceNodeLease)
+	first := map[string]time.Time{}
+	testenv.PollTrue(t, "a Lease for every node but "+stuck, 2*time.Minute, func() bool {
+		for _, n := range others {
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil || l.Spec.RenewTime == nil {
+				return false
+			}
+			first[n] = l.Spec.RenewTime.Time
+		}
+		return true
+	})
+	testenv.PollTrue(t, "every Lease but "+stuck+"'s renewed (every 1s)", 2*time.Minute, func() bool {
+		for _, n := range others {
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil || !l.Spec.RenewTime.After(first[n]) {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := admin.CoreV1().Nodes().Get(ctx, stuck, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Node %s: got %v, want NotFound (its create is refused)", stuck, err)
+	}
+	if !strings.Contains(r.log.String(), "register "+stuck+": ") {
+		t.Errorf("no failed registration of %s logged:\n%s", stuck, r.log)
+	}
+	select {
+	case <-r.f.Ready():
+		t.Errorf("Ready closed with %s not registered", stuck)
+	default:
+	}
+
+	// More pods on the stuck node than its channel holds, then one on
+	// another node: that one runs.
+	testenv.WaitDefaultServiceAccount(t, admin)
+	ns := testenv.Namespace(t, admin, "tstuck")
+	testenv.WaitServiceAccount(t, admin, ns)
+	pod := func(name, nodeName string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.PodSpec{
+			NodeName: nodeName, Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep", "3600"}}},
+		}}
+	}
+	for i := range podconfig.UpdatesBuffer + 1 {
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("on-stuck-%02d", i), stuck), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("on-other", others[0]), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollTrue(t, "pod on-other Running on "+others[0], 2*time.Minute, func() bool {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "on-other", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+
+	// And the stuck node never gives up (every 7 s at most, as the kubelet).
+	tries := func() int { return strings.Count(r.log.String(), "register "+stuck+": ") }
+	before := tries()
+	testenv.PollTrue(t, stuck+" still trying to register", time.Minute, func() bool { return tries() > before })
+}
+
+// refuseNode makes the apiserver refuse every create of Node name (a
+// ValidatingAdmissionPolicy and its binding, removed when the test ends),
+// and waits until it does: policies are loaded a moment after they are made.
+func refuseNode(t *testing.T, admin kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	policyName := "kubelet-labs-test-refuse-" + name
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.name != %q", name),
+				Message:    "the test refuses this node's registration",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policyName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	ar := admin.AdmissionregistrationV1()
+	if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), policyName, metav1.DeleteOptions{})
+	})
+	if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), policyName, metav1.DeleteOptions{})
+	})
+	testenv.PollTrue(t, "the apiserver refuses to create Node "+name, time.Minute, func() bool {
+		_, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	})
+}
