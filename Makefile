@@ -38,8 +38,9 @@ clean:
 
 ## vm-test: boot vm.yaml with Lima (built from its Go module) on an offline
 ## Debian 12 image, as the unprivileged user learner, under QEMU (TCG when
-## KVM cannot run it), and run labs 00-05's READMEs inside it; then stop and
-## delete the VM. As root, on Linux x86_64. hack/vmtest/run.sh
+## KVM cannot run it), and run the READMEs of labs 00-05, 11 and 12 inside
+## it (11-12 on containerd 2.2 started there with sudo); then stop and delete
+## the VM. As root, on Linux x86_64; about an hour under TCG. hack/vmtest/run.sh
 .PHONY: vm-test
 vm-test:
 	hack/vmtest/run.sh
