@@ -252,7 +252,7 @@ func TestSocketInUseFails(t *testing.T) {
 	if code := waitExit(t, p); code == 0 {
 		t.Fatalf("second lab on a live socket exited 0:\n%s", p.Output())
 	}
-	if !strings.Contains(p.Output(), "in use by a live server") {
+	if !strings.Contains(p.Output(), "is in use by pid ") {
 		t.Fatalf("unclear error:\n%s", p.Output())
 	}
 }
