@@ -19,6 +19,8 @@ import (
 //
 //   - the socket is 0600 from its first moment (a umask around bind, not a
 //     chmod after it, which leaves a window in which anyone may connect);
+//   - the socket's folder is writable by us alone (checkSocketFolder):
+//     in /tmp anyone could squat the path first;
 //   - one starter per path: a flock on the sibling PATH.lock, held while
 //     serving, so a second starter fails at once and names the first;
 //   - an existing socket file is removed only when connecting to it is
@@ -45,6 +47,9 @@ func prepareSocketPath(p string) (string, *socketLock, error) {
 	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
 		return "", nil, fmt.Errorf("socket folder %s is not writable: %w", dir, err)
 	}
+	if err := checkSocketFolder(dir); err != nil {
+		return "", nil, err
+	}
 	lock, err := lockSocketPath(abs)
 	if err != nil {
 		return "", nil, err
@@ -54,6 +59,35 @@ func prepareSocketPath(p string) (string, *socketLock, error) {
 		return "", nil, err
 	}
 	return abs, lock, nil
+}
+
+// checkSocketFolder refuses a folder someone else may write to. There
+// they could create a socket at our path before we start (crictl and the
+// kubelet would talk to theirs), or swap ours while we serve, or put a
+// symlink at the lock file's path. /tmp is the classic case: writable by
+// all. A sticky folder (mode +t: only an entry's owner may remove or
+// rename it) that we own is accepted, as is a folder that only its owner
+// may write when that owner is us or root; anything else is refused.
+// Kept simple: only the socket's own folder is checked, not its parents.
+func checkSocketFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	me := uint32(os.Geteuid())
+	switch {
+	case fi.Mode().Perm()&0o022 == 0 && (st.Uid == me || st.Uid == 0):
+		return nil
+	case fi.Mode().Perm()&0o022 == 0:
+		return fmt.Errorf("socket folder %s belongs to uid %d, who could replace the socket: use a folder of yours", dir, st.Uid)
+	case fi.Mode()&os.ModeSticky != 0 && st.Uid == me:
+		return nil
+	}
+	return fmt.Errorf("socket folder %s is writable by others (%s, owner uid %d): another user could create the socket there before you, or replace it; use a folder only you can write", dir, fi.Mode(), st.Uid)
 }
 
 // clearStaleSocket removes abs if it is a socket nobody listens on. The

@@ -158,3 +158,70 @@ func TestStaleLockFileIsTaken(t *testing.T) {
 	}
 	srv.Stop()
 }
+
+// TestStartRefusesAFolderOthersMayWrite: in a folder others may write
+// (/tmp is the classic) another user could create the socket first, or
+// swap ours. Refused unless the folder is sticky and ours; a folder only
+// we may write is fine.
+func TestStartRefusesAFolderOthersMayWrite(t *testing.T) {
+	mk := func(mode os.FileMode, uid int) string {
+		d := filepath.Join(shortTempDir(t), "s")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if uid >= 0 {
+			if err := os.Chown(d, uid, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	refused := map[string]string{
+		"world-writable": mk(0o777, -1),
+		"group-writable": mk(0o770, -1),
+		"other-writable": mk(0o757, -1),
+	}
+	var allowed = map[string]string{
+		"ours, 0700":        mk(0o700, -1),
+		"ours, sticky 1777": mk(0o777|os.ModeSticky, -1),
+	}
+	if os.Geteuid() == 0 {
+		// Root may hand a folder to someone else: sticky but theirs.
+		refused["sticky, someone else's"] = mk(0o777|os.ModeSticky, 65534)
+	} else {
+		// Not root: /tmp is root's and sticky, so it is someone else's.
+		refused["/tmp as a user"] = "/tmp"
+	}
+	sockIn := func(d string) string {
+		if d == "/tmp" {
+			return fmt.Sprintf("/tmp/fakecri-test-%d.sock", os.Getpid())
+		}
+		return filepath.Join(d, "cri.sock")
+	}
+	for name, d := range refused {
+		sock := sockIn(d)
+		srv, err := Start(sock)
+		if err == nil {
+			srv.Stop()
+			t.Errorf("%s (%s): served", name, d)
+			continue
+		}
+		if !strings.Contains(err.Error(), "socket folder "+d+" is writable by others") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Errorf("%s: left %s behind", name, sock)
+		}
+	}
+	for name, d := range allowed {
+		srv, err := Start(filepath.Join(d, "cri.sock"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		srv.Stop()
+	}
+}
