@@ -35,6 +35,7 @@ type options struct {
 	kubeconfig   string
 	nodeName     string
 	token        string
+	tokenFile    string
 	leaseSeconds int
 	renewFor     time.Duration
 	resume       bool
@@ -48,7 +49,7 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, a file or a list, else the state folder's admin.kubeconfig)")
 			fs.StringVar(&o.nodeName, "node-name", "lab-node-02", "the node; joins like lab 05 if it has no credentials yet")
-			fs.StringVar(&o.token, "token", "", "bootstrap token from lab 03 for the join (default: make one)")
+			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token from lab 03 for the join (default: make one)")
 			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; renewed every quarter of it. Keep the controller-manager's --node-monitor-grace-period well above the renew interval")
 			fs.DurationVar(&o.renewFor, "renew-for", 25*time.Second, "how long to renew before stopping")
 			fs.BoolVar(&o.resume, "resume", true, "after the node went Unknown, start renewing again and wait for Ready=True")
@@ -69,6 +70,9 @@ func (o options) check() error {
 	}
 	if o.renewFor < 0 || o.timeout <= 0 {
 		return fmt.Errorf("--renew-for must not be negative and --timeout must be positive")
+	}
+	if _, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
+		return err
 	}
 	// Before the name becomes a folder in the state folder.
 	return labenv.CheckNodeName(o.nodeName)
@@ -95,6 +99,10 @@ func run(ctx context.Context, o options, out *labenv.Printer) (*timeline, error)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	token, err := labenv.ResolveToken(o.token, o.tokenFile)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return nil, err
@@ -111,7 +119,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) (*timeline, error)
 	// 1. A node with its own credentials (lab 05's join; skipped when the
 	// credentials in .labs/nodes/NAME are still good).
 	res, err := bootstrap.Join(ctx, bootstrap.JoinOptions{
-		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir, Approve: bootstrap.ApproveAuto, Timeout: o.timeout,
+		Admin: cfg, Token: token, NodeName: o.nodeName, Dir: dir, Approve: bootstrap.ApproveAuto, Timeout: o.timeout,
 	})
 	if err != nil {
 		return nil, err

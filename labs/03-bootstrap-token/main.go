@@ -3,14 +3,15 @@
 // that lets such a token post a CSR and get it approved — then proves the
 // token authenticates, with a SelfSubjectReview.
 //
-//	go run ./labs/03-bootstrap-token                 # new token, 1h
-//	go run ./labs/03-bootstrap-token --token ID.SECRET   # check a token
+//	go run ./labs/03-bootstrap-token                 # new token, 1h; also in bootstrap/token (0600)
+//	go run ./labs/03-bootstrap-token --token-file .labs/bootstrap/token   # check a token
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,11 +28,18 @@ type options struct {
 	ttl         time.Duration
 	autoApprove bool
 	token       string // check this token instead of making one
+	tokenFile   string // or the one in this file
 	description string
 	// bootstrapKubeconfig is where to write the kubelet's bootstrap
 	// kubeconfig; "" = bootstrap/bootstrap-kubelet.kubeconfig in the state
 	// folder (.labs/ or $LABS_STATE_DIR), "-" = nowhere.
 	bootstrapKubeconfig string
+	// writeTokenFile is where to write the token alone, for other labs'
+	// --token-file; "" = "token" beside the bootstrap kubeconfig (so a
+	// kubeconfig written elsewhere, as lab 04's by-hand part does, does
+	// not replace the state folder's token), or bootstrap/token in the
+	// state folder when none is written; "-" = nowhere.
+	writeTokenFile string
 }
 
 func main() {
@@ -42,9 +50,10 @@ func main() {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR, from lab 00)")
 			fs.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
 			fs.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
-			fs.StringVar(&o.token, "token", "", "do not make a token: check this one (ID.SECRET) and say who it authenticates as, or why not")
+			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "do not make a token: check this one and say who it authenticates as, or why not")
 			fs.StringVar(&o.description, "description", "kubelet-labs lab 03", "description stored in the token's Secret")
 			fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "write the kubelet's bootstrap kubeconfig (server, CA, token; 0600) here (default: bootstrap/bootstrap-kubelet.kubeconfig in the state folder; - = do not write)")
+			fs.StringVar(&o.writeTokenFile, "write-token-file", "", "write the token alone (0600) here, for the other labs' --token-file (default: token beside the bootstrap kubeconfig, i.e. bootstrap/token in the state folder; - = do not write)")
 		},
 		Check: func() error { return o.check() },
 		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
@@ -56,12 +65,8 @@ func (o options) check() error {
 	if o.ttl <= 0 {
 		return fmt.Errorf("--ttl=%s: a bootstrap token needs a positive lifetime, like 1h", o.ttl)
 	}
-	if o.token != "" {
-		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := labenv.ResolveToken(o.token, o.tokenFile)
+	return err
 }
 
 // purpose says in a few words what each bound role is for.
@@ -91,8 +96,10 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	base := rest.AnonymousClientConfig(cfg)
 	base.CAData, base.CAFile = caPEM, ""
 
-	if o.token != "" {
-		tok, _ := bootstrap.ParseToken(o.token)
+	if check, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
+		return err
+	} else if check != "" {
+		tok, _ := bootstrap.ParseToken(check)
 		return whoami(ctx, out, base, tok, admin)
 	}
 
@@ -102,9 +109,10 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	}
 	out.Printf("bootstrap token   %s", tok)
 	// The token is a password: whoever holds it may post CSRs until it
-	// expires. It is printed here and on the "next:" line, stored in the
-	// Secret (readable by whoever may read Secrets in kube-system) and in
-	// the 0600 bootstrap kubeconfig: nothing pretends it is shown once.
+	// expires. It is printed here (not on a command line: other users
+	// see those in ps), stored in the Secret (readable by whoever may read
+	// Secrets in kube-system), in the 0600 bootstrap kubeconfig and in the
+	// 0600 token file: nothing pretends it is shown once.
 	out.Printf("  keep it secret: it works as a password until it expires at %s (in %s); the tokencleaner deletes it then",
 		tok.Expires.Local().Format("15:04:05"), time.Until(tok.Expires).Round(time.Minute))
 	out.Printf("  Secret          kube-system/%s (type bootstrap.kubernetes.io/token)", tok.SecretName())
@@ -140,6 +148,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 		return err
 	}
 
+	kubeconfigDir := ""
 	if o.bootstrapKubeconfig != "-" {
 		path := o.bootstrapKubeconfig
 		if path == "" {
@@ -153,8 +162,27 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 			return err
 		}
 		out.Printf("bootstrap kubeconfig  %s (0600; what the kubelet's --bootstrap-kubeconfig holds)", path)
+		kubeconfigDir = filepath.Dir(path)
 	}
-	out.Printf("next: go run ./labs/04-csr --token %s", tok)
+	if o.writeTokenFile == "-" {
+		out.Printf("next: go run ./labs/04-csr --token-file FILE  (FILE: the token alone, mode 0600)")
+		return nil
+	}
+	path := o.writeTokenFile
+	if path == "" {
+		if kubeconfigDir == "" {
+			var err error
+			if kubeconfigDir, err = state.Ensure("bootstrap"); err != nil {
+				return err
+			}
+		}
+		path = filepath.Join(kubeconfigDir, "token")
+	}
+	if err := bootstrap.WriteTokenFile(path, tok); err != nil {
+		return err
+	}
+	out.Printf("token file        %s (0600; for --token-file: a token on the command line is visible to every user in ps)", path)
+	out.Printf("next: go run ./labs/04-csr --token-file %s", path)
 	return nil
 }
 

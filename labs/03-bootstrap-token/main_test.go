@@ -31,6 +31,7 @@ func labOptions(t *testing.T) options {
 	return options{
 		kubeconfig: cp.AdminKubeconfig(), ttl: time.Hour, autoApprove: true, description: "test",
 		bootstrapKubeconfig: filepath.Join(t.TempDir(), "bootstrap-kubelet.kubeconfig"),
+		writeTokenFile:      filepath.Join(t.TempDir(), "token"),
 	}
 }
 
@@ -215,6 +216,32 @@ func TestProgram(t *testing.T) {
 	}
 	if info, err := os.Stat(filepath.Join(stateDir, "bootstrap", "bootstrap-kubelet.kubeconfig")); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("bootstrap kubeconfig in the state folder: %v %v", info, err)
+	}
+
+	// The token alone, 0600, for --token-file; the next line names the
+	// file, not the token.
+	tokenFile := filepath.Join(stateDir, "bootstrap", "token")
+	if b, err := os.ReadFile(tokenFile); err != nil || string(b) != m[1]+"\n" {
+		t.Errorf("token file: %q, %v", b, err)
+	}
+	if info, err := os.Stat(tokenFile); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode: %v %v", info, err)
+	}
+	if !strings.Contains(out, "next: go run ./labs/04-csr --token-file "+tokenFile+"\n") || strings.Contains(out, "--token "+m[1]) {
+		t.Errorf("the next line should name the token file, not the token:\n%s", out)
+	}
+	out, code = runLab(t, env, "--token-file", tokenFile)
+	if code != 0 || !strings.Contains(out, "username        system:bootstrap:"+m[1][:6]) {
+		t.Errorf("--token-file: exit %d:\n%s", code, out)
+	}
+	os.Chmod(tokenFile, 0o640)
+	out, code = runLab(t, env, "--token-file", tokenFile)
+	if code == 0 || !strings.Contains(out, "is mode 0640: group or others may read it") || strings.Contains(out, m[1]) {
+		t.Errorf("--token-file readable by the group: exit %d:\n%s", code, out)
+	}
+	out, code = runLab(t, env, "--token-file", tokenFile, "--token", m[1])
+	if code == 0 || !strings.Contains(out, "--token and --token-file both given") {
+		t.Errorf("both flags: exit %d:\n%s", code, out)
 	}
 
 	out, code = runLab(t, env, "--token", m[1][:7]+"aaaaaaaaaaaaaaaa")

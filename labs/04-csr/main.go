@@ -23,6 +23,7 @@ type options struct {
 	kubeconfig string
 	nodeName   string
 	token      string
+	tokenFile  string
 	approve    string
 	timeout    time.Duration
 	// expirationSeconds is spec.expirationSeconds (0: ask for nothing).
@@ -36,7 +37,7 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
 			fs.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
-			fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to request with (default: make one; in the auto-approve group only for --approve=auto)")
+			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token to request with (default: make one; in the auto-approve group only for --approve=auto)")
 			fs.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
 			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")
 			fs.IntVar(&o.expirationSeconds, "expiration-seconds", 0, "certificate lifetime to ask for (spec.expirationSeconds; at least 600); 0 asks for nothing, as the kubelet does, and gets the signer's maximum (--cluster-signing-duration, 1 year by default)")
@@ -62,10 +63,8 @@ func (o options) check() (bootstrap.ApproveMode, error) {
 	if o.expirationSeconds < 0 || o.expirationSeconds > math.MaxInt32 {
 		return mode, fmt.Errorf("--expiration-seconds=%d: want 0 (ask for nothing) or a number of seconds, at least 600", o.expirationSeconds)
 	}
-	if o.token != "" {
-		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return mode, err
-		}
+	if _, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
+		return mode, err
 	}
 	// Before any folder is made from it: "../x" would escape nodes/.
 	return mode, labenv.CheckNodeName(o.nodeName)
@@ -73,6 +72,10 @@ func (o options) check() (bootstrap.ApproveMode, error) {
 
 func run(ctx context.Context, o options, out *labenv.Printer) (*bootstrap.JoinResult, error) {
 	mode, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	token, err := labenv.ResolveToken(o.token, o.tokenFile)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) (*bootstrap.JoinRe
 	}
 	out.Printf("CSR for node %s at %s (approve: %s)", o.nodeName, cfg.Host, mode)
 	res, err := bootstrap.Join(ctx, bootstrap.JoinOptions{
-		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir,
+		Admin: cfg, Token: token, NodeName: o.nodeName, Dir: dir,
 		Approve: mode, Timeout: o.timeout, ExpirationSeconds: int32(o.expirationSeconds),
 		Force: true, // this lab is about the CSR: always ask for a new certificate
 		Log:   out.Indented(),

@@ -198,6 +198,8 @@ func TestBadInput(t *testing.T) {
 		{func(o *options) { o.expirationSeconds = -1 }, "--expiration-seconds=-1"},
 		{func(o *options) { o.token = "short.token" }, "not a bootstrap token"},
 		{func(o *options) { o.token = "zzzzzz.0000000000000000" }, "401 Unauthorized"},
+		{func(o *options) { o.tokenFile = sharedTokenFile(t) }, "group or others may read it"},
+		{func(o *options) { o.token, o.tokenFile = "abcdef.0123456789abcdef", sharedTokenFile(t) }, "both given"},
 		{func(o *options) { o.kubeconfig = "/nonexistent" }, "bad kubeconfig"},
 		{func(o *options) { o.kubeconfig = ""; t.Setenv("KUBECONFIG", "") }, "no cluster"},
 	} {
@@ -374,5 +376,41 @@ func TestByHandSections(t *testing.T) {
 		if info, err := os.Stat(filepath.Join(stateDir, "04-csr", "by-hand", f)); err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600 in the state folder", f, info, err)
 		}
+	}
+}
+
+// sharedTokenFile is a token file the group may read: refused.
+func sharedTokenFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(p, []byte("abcdef.0123456789abcdef\n"), 0o640)
+	return p
+}
+
+// TestTokenFile: the token from a 0600 file (lab 03's) is the one the CSR
+// is posted with, and since it was given, not made, the join keeps it.
+func TestTokenFile(t *testing.T) {
+	ctx := context.Background()
+	admin := testenv.AdminClient(t)
+	if _, err := bootstrap.EnsureNodeBootstrapRBAC(ctx, admin); err != nil { // lab 03's part
+		t.Fatal(err)
+	}
+	tok, err := bootstrap.CreateToken(ctx, admin, bootstrap.TokenOptions{TTL: 10 * time.Minute, ExtraGroups: []string{bootstrap.AutoApproveGroup}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t, "t04-token-file", "auto")
+	o.tokenFile = filepath.Join(t.TempDir(), "token")
+	if err := bootstrap.WriteTokenFile(o.tokenFile, tok); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(ctx, o, labenv.NewPrinter(&bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TokenCreated || res.Token.ID != tok.ID || res.CSR.Requester != "system:bootstrap:"+tok.ID {
+		t.Errorf("created=%v token %s, CSR by %q; want %s's", res.TokenCreated, res.Token.ID, res.CSR.Requester, tok.ID)
+	}
+	if _, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, tok.SecretName(), metav1.GetOptions{}); err != nil {
+		t.Errorf("the given token's Secret: %v", err)
 	}
 }

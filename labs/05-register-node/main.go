@@ -31,6 +31,7 @@ type options struct {
 	kubeconfig     string
 	nodeName       string
 	token          string
+	tokenFile      string
 	leaseSeconds   int
 	statusEvery    time.Duration
 	forceBootstrap bool
@@ -46,7 +47,7 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
 			fs.StringVar(&o.nodeName, "node-name", "lab-node-05", "name of the node to join")
-			fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
+			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
 			fs.StringVar(&o.approve, "approve", "auto", "who approves the node's CSR: auto (the controller-manager), admin (the lab, as kubectl certificate approve does) or manual (you run the kubectl certificate approve command it prints)")
 			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; the lease is renewed every quarter of it (kubelet: nodeLeaseDurationSeconds)")
 			fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often the node status is checked (written only on change or every 5m)")
@@ -72,10 +73,8 @@ func (o options) check() (bootstrap.ApproveMode, error) {
 	if err != nil {
 		return "", err
 	}
-	if o.token != "" {
-		if _, err := bootstrap.ParseToken(o.token); err != nil {
-			return "", err
-		}
+	if _, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
+		return "", err
 	}
 	// Before any folder is made from it: "../x" would escape nodes/.
 	return approve, labenv.CheckNodeName(o.nodeName)
@@ -95,6 +94,10 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*join
 	if err != nil {
 		return err
 	}
+	token, err := labenv.ResolveToken(o.token, o.tokenFile)
+	if err != nil {
+		return err
+	}
 	cfg, err := labenv.RESTConfig(ctx, o.kubeconfig)
 	if err != nil {
 		return err
@@ -110,7 +113,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*join
 	out.Printf("joining %s as node %s", cfg.Host, o.nodeName)
 	out.Printf("%s TLS bootstrap", at())
 	res, err := bootstrap.Join(jctx, bootstrap.JoinOptions{
-		Admin: cfg, Token: o.token, NodeName: o.nodeName, Dir: dir, Approve: approve,
+		Admin: cfg, Token: token, NodeName: o.nodeName, Dir: dir, Approve: approve,
 		Timeout: o.timeout, Force: o.forceBootstrap,
 		Log: out.Indented(),
 	})

@@ -3,11 +3,13 @@
 // every call arrive — the same calls the kubelet makes for a pod.
 //
 //	go run ./labs/06-cri-mock            # serves .labs/mockcri.sock
-//	go run ./labs/06-cri-mock -socket /tmp/cri.sock -events
+//	go run ./labs/06-cri-mock -socket "${LABS_STATE_DIR:-.labs}/06-cri-mock/cri.sock" -events
 //
 // It stays in the foreground; Ctrl-C (or SIGTERM) stops it and removes the
 // sockets. It exits non-zero with a clear message if the socket is already
-// served by a live process or its folder is not writable.
+// served by a live process or held by another starter, or if its folder is
+// not writable by us — or writable by others (/tmp: another user could
+// create the socket first), unless sticky and ours.
 package main
 
 import (

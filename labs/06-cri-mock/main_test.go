@@ -252,7 +252,7 @@ func TestSocketInUseFails(t *testing.T) {
 	if code := waitExit(t, p); code == 0 {
 		t.Fatalf("second lab on a live socket exited 0:\n%s", p.Output())
 	}
-	if !strings.Contains(p.Output(), "in use by a live server") {
+	if !strings.Contains(p.Output(), "is in use by pid ") {
 		t.Fatalf("unclear error:\n%s", p.Output())
 	}
 }
@@ -271,5 +271,30 @@ func TestUnwritableFolderFails(t *testing.T) {
 		if code := waitExit(t, p); code == 0 || !strings.Contains(p.Output(), c.want) {
 			t.Errorf("%s: exit %d, output:\n%s", name, code, p.Output())
 		}
+	}
+}
+
+// TestSharedFolderFails: a socket in a folder others may write (like
+// /tmp) is refused with one line saying why; nothing is left there.
+func TestSharedFolderFails(t *testing.T) {
+	dir := shortDir(t)
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(shared, "cri.sock")
+	p := labProcess(t, dir, "-socket", sock)
+	if code := waitExit(t, p); code != 1 {
+		t.Fatalf("exit %d on a socket in a world-writable folder:\n%s", code, p.Output())
+	}
+	want := "error: socket folder " + shared + " is writable by others (drwxrwxrwx"
+	if out := strings.TrimSpace(p.Output()); !strings.HasPrefix(out, want) || strings.Contains(out, "\n") {
+		t.Errorf("want one line starting %q, got:\n%s", want, out)
+	}
+	if entries, _ := os.ReadDir(shared); len(entries) != 0 {
+		t.Errorf("left %v in the shared folder", entries)
 	}
 }

@@ -37,6 +37,7 @@ type options struct {
 	kubeconfig    string
 	relist        time.Duration
 	token         string
+	tokenFile     string
 	nodeName      string
 	runtime       labruntime.Flags
 	address       string
@@ -55,7 +56,7 @@ type options struct {
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
 	fs.DurationVar(&o.relist, "relist-period", mykubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
-	fs.StringVar(&o.token, "token", "", "bootstrap token ID.SECRET to join with, e.g. the one lab 03 printed (default: make one with the admin kubeconfig)")
+	labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token to join with, e.g. lab 03's (default: make one with the admin kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
 	o.runtime.Register(fs, labruntime.Containerd)
 	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough; 0.0.0.0 listens on all and publishes the address of the default route")
@@ -80,6 +81,9 @@ func (o *options) check() error {
 	}
 	if o.logMaxFiles != 0 && o.logMaxFiles < 2 {
 		return errors.New("--container-log-max-files must be at least 2: the live file and one rotated")
+	}
+	if _, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
+		return err
 	}
 	return labenv.CheckNodeName(o.nodeName)
 }
@@ -120,6 +124,10 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	if err := o.check(); err != nil {
 		return err
 	}
+	token, err := labenv.ResolveToken(o.token, o.tokenFile)
+	if err != nil {
+		return err
+	}
 	// The static pod folder is this machine's, so it is made before the
 	// node registers, like the port and the runtime (in labnode.Start).
 	dir, err := labenv.NodeDir(o.nodeName)
@@ -142,7 +150,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	}
 	logMaxSize, _ := o.containerLogMaxSize() // check() read it
 	n, err := labnode.Start(ctx, labnode.Options{
-		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: o.token, Runtime: o.runtime, Timeout: o.timeout,
+		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: token, Runtime: o.runtime, Timeout: o.timeout,
 		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,

@@ -5,6 +5,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,5 +48,55 @@ func TestParseApproveMode(t *testing.T) {
 	}
 	if _, err := ParseApproveMode("yes"); err == nil {
 		t.Error("accepted yes")
+	}
+}
+
+// TestTokenFile: WriteTokenFile writes 0600 (replacing a looser file);
+// ReadTokenFile takes only a file group and others cannot read, and never
+// echoes a file's content in an error.
+func TestTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	tok, err := ParseToken("abcdef.0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "sub", "token")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("old"), 0o644)
+	if err := WriteTokenFile(p, tok); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode: %v %v", fi, err)
+	}
+	if got, err := ReadTokenFile(p); err != nil || got.String() != tok.String() {
+		t.Fatalf("ReadTokenFile = %v, %v", got, err)
+	}
+
+	for mode, want := range map[os.FileMode]string{
+		0o640: "is mode 0640: group or others may read it, and a token is a password; chmod 600 " + p,
+		0o604: "is mode 0604",
+		0o620: "is mode 0620",
+		0o400: "",
+	} {
+		os.Chmod(p, mode)
+		_, err := ReadTokenFile(p)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("mode %04o: %v; want %q", mode, err, want)
+		}
+	}
+
+	wrong := filepath.Join(dir, "wrong")
+	os.WriteFile(wrong, []byte("not-a-token-but-maybe-a-password\n"), 0o600)
+	if _, err := ReadTokenFile(wrong); err == nil || !strings.Contains(err.Error(), "does not hold a bootstrap token") || strings.Contains(err.Error(), "maybe-a-password") {
+		t.Errorf("a file without a token: %v", err)
+	}
+	if _, err := ReadTokenFile(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a folder: %v", err)
+	}
+	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a missing file: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -304,5 +305,49 @@ func TestJoinReusesOrReplacesCredentials(t *testing.T) {
 		return strings.Contains(l, "not usable") && strings.Contains(l, "is for https://127.0.0.1:1, not "+cfg.Host)
 	}) {
 		t.Errorf("credentials for another server: skipped=%v, log:\n%s", res.Skipped, strings.Join(log, "\n"))
+	}
+}
+
+// TestJoinDeletesTheTokenItMade: a token Join made for itself is deleted
+// once the join is over (nothing needs it; left alone it would work until
+// it expires). A token it was given (lab 03's) is kept: it is not ours.
+func TestJoinDeletesTheTokenItMade(t *testing.T) {
+	ctx := context.Background()
+	cfg := testenv.AdminConfig(t)
+	admin := testenv.AdminClient(t)
+	secret := func(tok Token) error {
+		_, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, tok.SecretName(), metav1.GetOptions{})
+		return err
+	}
+
+	var log []string
+	res, err := Join(ctx, JoinOptions{Admin: cfg, NodeName: "t-own-token", Dir: filepath.Join(t.TempDir(), "own"), Timeout: time.Minute,
+		Log: func(f string, a ...any) { log = append(log, strings.TrimSpace(fmt.Sprintf(f, a...))) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TokenCreated || !res.TokenDeleted {
+		t.Errorf("created=%v deleted=%v", res.TokenCreated, res.TokenDeleted)
+	}
+	if err := secret(res.Token); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret kube-system/%s after the join: %v; want NotFound", res.Token.SecretName(), err)
+	}
+	if !slices.Contains(log, "token       deleted kube-system/"+res.Token.SecretName()+": the join is over, nothing needs the token any more") {
+		t.Errorf("no line says the token was deleted:\n%s", strings.Join(log, "\n"))
+	}
+
+	given, err := CreateToken(ctx, admin, TokenOptions{TTL: 10 * time.Minute, ExtraGroups: []string{AutoApproveGroup}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = Join(ctx, JoinOptions{Admin: cfg, Token: given.String(), NodeName: "t-given-token", Dir: filepath.Join(t.TempDir(), "given"), Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TokenCreated || res.TokenDeleted {
+		t.Errorf("given token: created=%v deleted=%v", res.TokenCreated, res.TokenDeleted)
+	}
+	if err := secret(given); err != nil {
+		t.Errorf("the token we were given is gone: %v", err)
 	}
 }

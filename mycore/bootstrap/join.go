@@ -10,6 +10,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -51,6 +53,9 @@ type JoinResult struct {
 	Skipped      bool
 	Token        Token
 	TokenCreated bool
+	// TokenDeleted: the token Join made was deleted when the join ended.
+	TokenDeleted bool
+	tokenDropped bool // dropToken ran
 	CSR          *CSRResult
 	// Node is who the node's kubeconfig authenticates as.
 	Node    authenticationv1.UserInfo
@@ -133,6 +138,12 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 		}
 		res.TokenCreated = true
 		logf("token       created %s (expires %s, in %s)", res.Token.Redacted(), res.Token.Expires.Local().Format("15:04:05"), o.TokenTTL)
+		// A token we made is ours alone (only its ID is printed) and only
+		// the CSR needs it: once the join is over, with credentials or
+		// without, it is deleted rather than left working until it expires.
+		// A token we were given (lab 03's) is not ours to delete; kubeadm
+		// keeps its tokens too, for more nodes to join with.
+		defer dropToken(ctx, admin, res, logf)
 	}
 	base := rest.AnonymousClientConfig(o.Admin)
 	base.CAData, base.CAFile = caPEM, ""
@@ -215,7 +226,29 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	}
 	os.Remove(res.Creds.PendingKeyFile)
 	logf("kubeconfig  %s (0600; verifies the server with the CA from %s)", res.Creds.Kubeconfig, caSource)
+	dropToken(ctx, admin, res, logf) // before the identity line: the node needs no token from here on
 	return finish(ctx, res, start, logf)
+}
+
+// dropToken deletes the bootstrap token Secret Join made, once: after the
+// credentials are written, or when the join fails. It runs even if ctx
+// was cancelled (Ctrl-C), for a few seconds at most; failing to delete is
+// reported, not fatal: the tokencleaner deletes the token when it expires.
+func dropToken(ctx context.Context, admin kubernetes.Interface, res *JoinResult, logf func(string, ...any)) {
+	if !res.TokenCreated || res.tokenDropped {
+		return
+	}
+	res.tokenDropped = true
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Delete(dctx, res.Token.SecretName(), metav1.DeleteOptions{})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		res.TokenDeleted = true
+		logf("token       deleted %s/%s: the join is over, nothing needs the token any more", metav1.NamespaceSystem, res.Token.SecretName())
+	default:
+		logf("token       could not delete %s/%s (%v); it works until %s, when the tokencleaner deletes it", metav1.NamespaceSystem, res.Token.SecretName(), err, res.Token.Expires.Local().Format("15:04:05"))
+	}
 }
 
 // Lifetime explains a certificate's validity against what was asked for:

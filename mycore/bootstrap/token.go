@@ -3,6 +3,9 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,6 +71,67 @@ func ParseToken(s string) (Token, error) {
 		return Token{}, fmt.Errorf("%q is not a bootstrap token: it must be 6 + 16 characters of [a-z0-9] joined by a dot, like abcdef.0123456789abcdef", s)
 	}
 	return Token{ID: m[1], Secret: m[2]}, nil
+}
+
+// ReadTokenFile reads a bootstrap token ("ID.SECRET", surrounding
+// whitespace ignored) from a file that only its owner may read and write
+// (0600 or stricter). A token on the command line is seen by every user
+// of the machine (ps, /proc/PID/cmdline) and stays in shell history; a
+// file readable by group or others is no better, so it is refused. The
+// mode is that of the file opened (a symlink's target), checked on the
+// open file, not on the path. The file's content is never echoed in an
+// error: a wrong token may still be someone's secret.
+func ReadTokenFile(path string) (Token, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Token{}, fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return Token{}, fmt.Errorf("token file: %w", err)
+	case !fi.Mode().IsRegular():
+		return Token{}, fmt.Errorf("token file %s is not a regular file", path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return Token{}, fmt.Errorf("token file %s is mode %04o: group or others may read it, and a token is a password; chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return Token{}, fmt.Errorf("token file: %w", err)
+	}
+	tok, err := ParseToken(string(b))
+	if err != nil {
+		return Token{}, fmt.Errorf("token file %s does not hold a bootstrap token: it must hold ID.SECRET, 6 + 16 characters of [a-z0-9] joined by a dot", path)
+	}
+	return tok, nil
+}
+
+// WriteTokenFile writes the token alone, "ID.SECRET\n", to path with
+// mode 0600 (what ReadTokenFile accepts), through a temporary file and a
+// rename: a reader never sees half a token, and an existing file of
+// another mode is replaced rather than kept with its mode.
+func WriteTokenFile(path string, tok Token) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".token-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(tok.String() + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write token file %s: %w", path, err)
+	}
+	return nil
 }
 
 // TokenOptions say what kind of token CreateToken makes.

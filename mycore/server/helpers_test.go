@@ -131,7 +131,7 @@ func startNode(t *testing.T, name string, rt critest.Runtime, websockets bool) *
 	}
 	sc, err := server.ServingCertificate(ctx, server.ServingCertOptions{
 		NodeName: name, Client: j.Client, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Dir: j.Dir, CA: ca,
-		Approve: server.AdminApprover(admin), Timeout: time.Minute,
+		Approve: server.AdminApprover(admin, server.ApproverOptions{APIServer: cfg.Host, LoopbackByDesign: true}), Timeout: time.Minute,
 	})
 	if err != nil {
 		cancel()

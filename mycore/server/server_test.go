@@ -346,7 +346,7 @@ func TestServingCertificate(t *testing.T) {
 	}
 	// Another IP: the stored certificate does not name it, so it is not reused.
 	_, err = server.ServingCertificate(ctx, server.ServingCertOptions{NodeName: n.name, Client: n.joined.Client,
-		IPs: []net.IP{net.ParseIP("127.0.0.2")}, Dir: n.joined.Dir, CA: n.ca, Approve: server.AdminApprover(n.admin), Timeout: 20 * time.Second})
+		IPs: []net.IP{net.ParseIP("127.0.0.2")}, Dir: n.joined.Dir, CA: n.ca, Approve: server.AdminApprover(n.admin, server.ApproverOptions{APIServer: testenv.AdminConfig(t).Host, LoopbackByDesign: true}), Timeout: 20 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "IP 127.0.0.2 is not an address of Node "+n.name) {
 		t.Errorf("asking for an IP the Node does not have: %v; want the approver to refuse", err)
 	}

@@ -193,23 +193,41 @@ func sans(ips []net.IP, dns []string) string {
 	return strings.Join(s, ",")
 }
 
+// ApproverOptions say what AdminApprover needs beyond the admin client.
+type ApproverOptions struct {
+	// APIServer is the URL clients dial the apiserver at (rest.Config.Host):
+	// its IP is never signed into a node's certificate.
+	APIServer string
+	// LoopbackByDesign: the cluster runs on this machine's loopback on
+	// purpose (the labs), so 127.0.0.1 may be signed when the apiserver is
+	// dialled there too (ServingIPPolicy.AllowLoopback says why that is
+	// sound there and nowhere else).
+	LoopbackByDesign bool
+}
+
 // AdminApprover approves a node's kubelet-serving CSR with admin
 // credentials, after the checks an admin (or an approver controller such
 // as kubelet-csr-approver) makes: the request comes from the node it
-// names, asks for the kubelet-serving usages only, and every IP and DNS
-// name in it is one of that Node's addresses in its status. The approval
-// itself is `kubectl certificate approve` (bootstrap.SetApproval).
-func AdminApprover(admin kubernetes.Interface) func(context.Context, *certificatesv1.CertificateSigningRequest) error {
+// names, asks for the kubelet-serving usages only, every IP and DNS name
+// in it is one of that Node's addresses in its status — and, since the
+// node wrote those addresses itself, no IP is the apiserver's, in the
+// service range, or loopback unless by design (ServingIPPolicy). The
+// approval itself is `kubectl certificate approve` (bootstrap.SetApproval).
+func AdminApprover(admin kubernetes.Interface, o ApproverOptions) func(context.Context, *certificatesv1.CertificateSigningRequest) error {
 	return func(ctx context.Context, c *certificatesv1.CertificateSigningRequest) error {
-		if err := checkServingCSR(ctx, admin, c); err != nil {
+		policy, err := ClusterServingIPPolicy(ctx, admin, o.APIServer, o.LoopbackByDesign)
+		if err != nil {
+			return fmt.Errorf("not approving %s: %w", c.Name, err)
+		}
+		if err := checkServingCSR(ctx, admin, c, policy); err != nil {
 			return fmt.Errorf("not approving %s: %w", c.Name, err)
 		}
 		return bootstrap.SetApproval(ctx, admin, c.Name, true, "KubeletLabsApprove",
-			"approved with admin credentials: requester, usages and SANs match the Node")
+			"approved with admin credentials: requester, usages and SANs match the Node, no IP of the apiserver or the service range")
 	}
 }
 
-func checkServingCSR(ctx context.Context, admin kubernetes.Interface, c *certificatesv1.CertificateSigningRequest) error {
+func checkServingCSR(ctx context.Context, admin kubernetes.Interface, c *certificatesv1.CertificateSigningRequest, policy ServingIPPolicy) error {
 	if c.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return fmt.Errorf("signer %s, not %s", c.Spec.SignerName, certificatesv1.KubeletServingSignerName)
 	}
@@ -246,6 +264,9 @@ func checkServingCSR(ctx context.Context, admin kubernetes.Interface, c *certifi
 	for _, ip := range req.IPAddresses {
 		if !addrs[ip.String()] {
 			return fmt.Errorf("IP %s is not an address of Node %s", ip, nodeName)
+		}
+		if err := policy.Refuse(ip); err != nil {
+			return err
 		}
 	}
 	for _, d := range req.DNSNames {

@@ -55,5 +55,7 @@
 // runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer).
 // Start serves a new Runtime over gRPC on a unix socket, plus the
 // streaming server on 127.0.0.1 and the control API on a second unix
-// socket next to it (see control.go).
+// socket next to it (see control.go). Both sockets are 0600 from their
+// first moment, one starter holds a path at a time, and only a socket
+// nobody listens on is ever replaced (see socket.go).
 package fakecri

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -23,7 +24,8 @@ import (
 // The mounts are what the kubelet bind-mounts — service account tokens,
 // ConfigMaps, Secrets, /dev/termination-log — so `kubectl exec … cat
 // /var/run/secrets/kubernetes.io/serviceaccount/namespace` shows the real
-// file. Reads never leave the mount's host directory (symlinks included).
+// file. Reads never leave the mount's host directory, symlinks included,
+// even one swapped in while the read runs (readUnder).
 
 const maxFileRead = 16 << 20 // the same 16 MiB cap CRI puts on ExecSync output
 
@@ -97,30 +99,43 @@ func (fs *containerFS) read(name string) ([]byte, error) {
 }
 
 // readUnder reads rel inside root without letting "..", or a symlink,
-// escape root.
+// lead out of root. The open itself is confined to root (os.OpenRoot and
+// Root.Open, Go 1.24+: openat2 with RESOLVE_BENEATH on Linux, else a walk
+// one component at a time that checks every symlink). Resolving the path
+// first and opening it after, as this did before, leaves a moment in
+// which a folder checked as inside is swapped for a symlink to outside —
+// and whoever writes a volume (the container) can swap it.
+//
+// rel "" is the mount itself, which may be one file (the kubelet mounts
+// /dev/termination-log that way); its host path is the kubelet's, not the
+// container's, so it is opened as given. O_NONBLOCK: a FIFO planted in a
+// volume must not hang the read (it is refused below, as not a file).
 func readUnder(root, rel string) ([]byte, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	var f *os.File
+	var err error
+	if rel == "" {
+		f, err = os.OpenFile(root, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	} else {
+		var r *os.Root
+		if r, err = os.OpenRoot(root); err != nil {
+			return nil, errNoSuchFile
+		}
+		defer r.Close()
+		f, err = r.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, errNoSuchFile
-	}
-	target, err := filepath.EvalSymlinks(filepath.Join(realRoot, filepath.FromSlash(path.Clean("/"+rel))))
-	if err != nil {
-		return nil, errNoSuchFile
-	}
-	if target != realRoot && !strings.HasPrefix(target, realRoot+string(filepath.Separator)) {
-		return nil, errNoSuchFile
-	}
-	st, err := os.Stat(target)
-	if err != nil {
-		return nil, errNoSuchFile
-	}
-	if st.IsDir() {
-		return nil, errors.New("Is a directory")
-	}
-	f, err := os.Open(target)
-	if err != nil {
-		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case st.IsDir():
+		return nil, errors.New("Is a directory")
+	case !st.Mode().IsRegular():
+		return nil, errors.New("Not a regular file")
+	}
 	return io.ReadAll(io.LimitReader(f, maxFileRead))
 }

@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -33,25 +31,29 @@ type Server struct {
 	socket        string
 	control       *http.Server
 	controlSocket string
+	locks         []*socketLock
 	stopOnce      sync.Once
 	wg            sync.WaitGroup
 }
 
-// Start serves a new Runtime on socketPath. It fails with a clear error if
-// the path is too long, its folder cannot be created or written, or another
-// live server owns the socket; a stale socket file left by a crash is
-// replaced. The socket and the control socket are mode 0600.
+// Start serves a new Runtime on socketPath. It fails with a clear one-line
+// error if the path is too long, its folder cannot be created or written,
+// another starter holds the path (a flock on PATH.lock, socket.go), or a
+// live server owns the socket; a socket file nobody listens on (connect:
+// ECONNREFUSED), left by a crash, is replaced. The socket and the control
+// socket are mode 0600 from the moment they exist.
 func Start(socketPath string, opts ...Option) (*Server, error) {
-	sock, err := prepareSocketPath(socketPath)
+	sock, lock, err := prepareSocketPath(socketPath)
 	if err != nil {
 		return nil, err
 	}
 	r := New(opts...)
-	s := &Server{runtime: r, socket: sock}
+	s := &Server{runtime: r, socket: sock, locks: []*socketLock{lock}}
 
 	ln, err := listenUnix(sock)
 	if err != nil {
 		r.Close()
+		lock.release()
 		return nil, err
 	}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMsgSize), grpc.MaxSendMsgSize(maxMsgSize)}
@@ -67,8 +69,10 @@ func Start(socketPath string, opts ...Option) (*Server, error) {
 	}()
 
 	if cs := controlSocketPath(sock, r.opts.controlSocket); cs != "" {
-		cs, err = prepareSocketPath(cs)
+		var clock *socketLock
+		cs, clock, err = prepareSocketPath(cs)
 		if err == nil {
+			s.locks = append(s.locks, clock)
 			var cln net.Listener
 			if cln, err = listenUnix(cs); err == nil {
 				s.controlSocket = cs
@@ -102,7 +106,8 @@ func (s *Server) SocketPath() string { return s.socket }
 func (s *Server) ControlSocketPath() string { return s.controlSocket }
 
 // Stop stops serving, kills all container processes, stops the streaming
-// server and removes both sockets. It is idempotent.
+// server and removes both sockets, then their lock files. It is
+// idempotent.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
 		if s.control != nil {
@@ -119,6 +124,9 @@ func (s *Server) Stop() {
 					fmt.Fprintf(os.Stderr, "fakecri: removing %s: %v\n", p, err)
 				}
 			}
+		}
+		for _, l := range s.locks {
+			l.release()
 		}
 	})
 }
@@ -137,59 +145,6 @@ func controlSocketPath(sock, opt string) string {
 		return strings.TrimSuffix(sock, ".sock") + "-control.sock"
 	}
 	return opt
-}
-
-// prepareSocketPath makes the path absolute, checks its length, creates
-// its folder and clears a stale socket. It refuses to touch a live socket
-// or a file that is not a socket.
-func prepareSocketPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	if len(abs) > maxUnixPath {
-		return "", fmt.Errorf("unix socket path %s is %d bytes, over the %d-byte limit: use a shorter path", abs, len(abs), maxUnixPath)
-	}
-	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("cannot create socket folder %s: %w", dir, err)
-	}
-	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
-		return "", fmt.Errorf("socket folder %s is not writable: %w", dir, err)
-	}
-	fi, err := os.Lstat(abs)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return abs, nil
-	case err != nil:
-		return "", err
-	case fi.Mode()&os.ModeSocket == 0:
-		return "", fmt.Errorf("%s exists and is not a socket; refusing to replace it", abs)
-	}
-	conn, err := net.DialTimeout("unix", abs, time.Second)
-	if err == nil {
-		conn.Close()
-		return "", fmt.Errorf("socket %s is in use by a live server (stop it first, or pick another path)", abs)
-	}
-	// Nobody listens: a leftover from a killed server.
-	if err := os.Remove(abs); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("removing stale socket %s: %w", abs, err)
-	}
-	return abs, nil
-}
-
-func listenUnix(p string) (net.Listener, error) {
-	ln, err := net.Listen("unix", p)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", p, err)
-	}
-	// Only the owner may talk to the runtime: the CRI and the control API
-	// are root-equivalent on a real node.
-	if err := os.Chmod(p, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod %s: %w", p, err)
-	}
-	return ln, nil
 }
 
 func unaryObserver(obs func(Call)) grpc.UnaryServerInterceptor {

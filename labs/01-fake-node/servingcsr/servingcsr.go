@@ -4,7 +4,10 @@
 // because the names in them (IPs, DNS) are claims someone must check. It
 // checks that the requester is the node, that it asks only for its own
 // name, and that every IP is an address of this machine (lab 01's node
-// runs here).
+// runs here) — but not loopback, the service range or the apiserver's own
+// address, which the cluster CA must never sign into a node's certificate
+// (mycore/server ServingIPPolicy says why; lab 01's node never publishes
+// loopback, so nothing here is loopback by design).
 package servingcsr
 
 import (
@@ -27,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/mycore/server"
 )
 
 // Approve approves nodeName's kubelet-serving CSRs with the cluster
@@ -62,7 +66,17 @@ func Approve(ctx context.Context, cluster *rest.Config, nodeName string, out *la
 			return
 		}
 		tried[csr.Name] = true
-		if err := check(csr, nodeName); err != nil {
+		policy, err := server.ClusterServingIPPolicy(ctx, client, cluster.Host, false)
+		if err != nil {
+			out.Printf("not approving %s: %v", csr.Name, err)
+			return
+		}
+		local, err := localIPs()
+		if err != nil {
+			out.Printf("not approving %s: %v", csr.Name, err)
+			return
+		}
+		if err := check(csr, nodeName, policy, local); err != nil {
 			out.Printf("not approving %s: %v", csr.Name, err)
 			return
 		}
@@ -97,9 +111,10 @@ func decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	return false
 }
 
-// check is what an admin checks before approving: the CN is the node, and
-// every name in the request is the node's own.
-func check(csr *certificatesv1.CertificateSigningRequest, nodeName string) error {
+// check is what an admin checks before approving: the CN is the node,
+// every name in the request is the node's own, and no IP is one policy
+// refuses.
+func check(csr *certificatesv1.CertificateSigningRequest, nodeName string, policy server.ServingIPPolicy, local map[string]bool) error {
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil {
 		return fmt.Errorf("no PEM request")
@@ -111,12 +126,11 @@ func check(csr *certificatesv1.CertificateSigningRequest, nodeName string) error
 	if req.Subject.CommonName != "system:node:"+nodeName {
 		return fmt.Errorf("CN %q", req.Subject.CommonName)
 	}
-	local, err := localIPs()
-	if err != nil {
-		return err
-	}
 	for _, ip := range req.IPAddresses {
-		if !ip.IsLoopback() && !local[ip.String()] {
+		if err := policy.Refuse(ip); err != nil {
+			return err
+		}
+		if !local[ip.String()] {
 			return fmt.Errorf("asks for IP %s, which is not an address of this machine", ip)
 		}
 	}
