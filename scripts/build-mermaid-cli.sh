@@ -33,7 +33,15 @@ if ! command -v chromium >/dev/null; then
 		die "no chromium: install Debian's (sudo apt-get install --no-install-recommends chromium)"
 	fi
 fi
-command -v npm >/dev/null || die "no npm: install node and npm (Debian: apt-get install nodejs npm)"
+if ! command -v npm >/dev/null; then
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+		echo "installing Debian's nodejs and npm ..."
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+	else
+		die "no npm: install node and npm (Debian: sudo apt-get install nodejs npm)"
+	fi
+fi
 
 # A state folder this script makes gets the labs' marker (internal/state).
 if [ ! -e "${state_dir}" ]; then
