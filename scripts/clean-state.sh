@@ -30,7 +30,7 @@ if [ ! -e "${state}" ] && [ ! -L "${state}" ]; then
 	exit 0
 fi
 if [ ! -d "${state}" ] || [ -L "${state}" ]; then die "${state} is not a folder; not removing it"; fi
-state="$(cd "${state}" && pwd -P)"
+state="$(cd "${state}" 2>/dev/null && pwd -P)" || die "cannot enter ${LABS_STATE_DIR:-${repo}/.labs} (not yours?); not removing it"
 
 if [ ! -f "${state}/${marker}" ] || [ -L "${state}/${marker}" ]; then
 	[ "${state}" = "$(cd "${repo}" && pwd -P)/.labs" ] ||
