@@ -39,6 +39,17 @@ func TestCheckRootSafeRefusesWhatAnotherUserCouldChange(t *testing.T) {
 	if err := CheckRootSafe(filepath.Join(ok, "state", "not-yet")); err != nil {
 		t.Errorf("root's folder: %v", err)
 	}
+	// a path under a file is not unsafe, only impossible: Ensure's mkdir
+	// says so, naming the state folder and LABS_STATE_DIR
+	file := filepath.Join(ok, "a-file")
+	os.WriteFile(file, nil, 0o600)
+	if err := CheckRootSafe(filepath.Join(file, "state")); err != nil {
+		t.Errorf("a path under root's file: %v, want nil", err)
+	}
+	t.Setenv(EnvVar, filepath.Join(file, "state"))
+	if _, err := Ensure(); err == nil || !strings.Contains(err.Error(), "not usable") || !strings.Contains(err.Error(), EnvVar) {
+		t.Errorf("Ensure under a file = %v, want \"not usable … %s\"", err, EnvVar)
+	}
 
 	learner := mk("learner", 0o755, nobody)
 	writable := mk("shared", 0o777, 0)

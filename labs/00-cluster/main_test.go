@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"kubelet-labs/internal/state"
+
 	"kubelet-labs/internal/testenv"
 )
 
@@ -30,6 +32,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func newStateDir(t *testing.T) string {
 	_, binDir := testenv.Binaries(t)
 	dir := t.TempDir()
+	// marked as the labs mark a state folder they make: the lab refuses a
+	// non-empty folder without it, and this one already holds bin/
+	if err := os.WriteFile(filepath.Join(dir, state.Marker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(binDir, filepath.Join(dir, "bin")); err != nil {
 		t.Fatal(err)
 	}

@@ -264,7 +264,7 @@ func TestUnwritableFolderFails(t *testing.T) {
 	// A folder under a regular file can never be created, even by root
 	// (for whom permission bits do not stop anything).
 	for name, c := range map[string]struct{ state, socket, want string }{
-		"socket folder": {dir, filepath.Join(file, "cri.sock"), "cannot create socket folder"},
+		"socket folder": {filepath.Join(dir, "state"), filepath.Join(file, "cri.sock"), "cannot create socket folder"},
 		"state folder":  {filepath.Join(file, "state"), filepath.Join(dir, "cri.sock"), "not usable"},
 	} {
 		p := labProcess(t, c.state, "-socket", c.socket)
@@ -286,7 +286,7 @@ func TestSharedFolderFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(shared, "cri.sock")
-	p := labProcess(t, dir, "-socket", sock)
+	p := labProcess(t, filepath.Join(dir, "state"), "-socket", sock)
 	if code := waitExit(t, p); code != 1 {
 		t.Fatalf("exit %d on a socket in a world-writable folder:\n%s", code, p.Output())
 	}
