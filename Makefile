@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 45m
 GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 
-.PHONY: test build clean
+.PHONY: test build clean check
 
 ## test: every test against real components, then a summary that names
 ## every skipped test and why (internal/testsummary; the exit code is go
@@ -28,6 +28,13 @@ test:
 ## build: build the control plane binaries into the state folder (.labs/bin)
 build:
 	go run ./labs/00-cluster --build-only
+
+## check: the self-check of one lab — what your run left on the cluster,
+## in the state folder and the runtime, done or not yet, with a hint:
+## make check LAB=07; with EXERCISE=1 it also runs the lab's exercise
+## test (internal/selfcheck)
+check:
+	go run ./internal/selfcheck --lab "$(LAB)" $(if $(filter 1 yes true,$(EXERCISE)),--exercise)
 
 ## clean: remove the state folder (.labs/ or LABS_STATE_DIR) — only one
 ## the labs made (it has their marker file) and nothing of the labs still

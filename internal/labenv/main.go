@@ -28,6 +28,10 @@ type Lab struct {
 	// Name is the lab's folder, e.g. "07-pleg": the usage line and the
 	// flag set are named after it.
 	Name string
+	// Command is how the usage line says to run the program; empty means
+	// "go run ./labs/<Name>". The course's tools that share this skeleton
+	// (the self-check) name their own.
+	Command string
 	// Flags registers the lab's flags on its own FlagSet (not
 	// flag.CommandLine: the kubelet packages some labs import register
 	// cAdvisor's and klog's flags there, and -h should list only the lab's).
@@ -66,8 +70,12 @@ func Main(lab Lab) {
 func Exec(lab Lab, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(lab.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	command := lab.Command
+	if command == "" {
+		command = "go run ./labs/" + lab.Name
+	}
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./labs/%s [flags]\n", lab.Name)
+		fmt.Fprintf(stderr, "usage: %s [flags]\n", command)
 		fs.PrintDefaults()
 	}
 	if lab.Flags != nil {

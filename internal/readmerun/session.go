@@ -61,7 +61,7 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 	tb.Cleanup(func() { lock.Close() })
 	s := &Session{Dir: filepath.Join(dir, "kubelet-labs"), Timeout: 15 * time.Minute, RealPath: root, envFile: filepath.Join(dir, "env")}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	if err := copyCheckout(root, s.Dir); err != nil {
+	if err := testenv.CopyCheckout(root, s.Dir); err != nil {
 		tb.Fatal(err)
 	}
 	bin := filepath.Join(s.Dir, ".labs", "bin")
@@ -90,47 +90,6 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 		tb.Logf("the READMEs' commands run as %s (uid %d), in %s", s.learner.name, s.learner.uid, s.Dir)
 	}
 	return s
-}
-
-// copyCheckout copies the files git knows of (tracked, and untracked but not
-// ignored) from root to dst.
-func copyCheckout(root, dst string) error {
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		return fmt.Errorf("git ls-files in %s: %w", root, err)
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		src := filepath.Join(root, name)
-		fi, err := os.Lstat(src)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // deleted, not yet committed
-		}
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, name)
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(src)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-			continue
-		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // script wraps a block: the environment of the blocks before it, and this
