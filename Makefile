@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 45m
 GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 
-.PHONY: test build clean check
+.PHONY: test build clean check tour
 
 ## test: every test against real components, then a summary that names
 ## every skipped test and why (internal/testsummary; the exit code is go
@@ -28,6 +28,15 @@ test:
 ## build: build the control plane binaries into the state folder (.labs/bin)
 build:
 	go run ./labs/00-cluster --build-only
+
+## tour: every lab's README in order, typed as a learner types it (lab
+## 00's control plane under all of them; the labs on containerd when it is
+## up), then a line per lab: result, time, commands run, and what the lab's
+## self-check said. LABS=07,12 narrows it (lab 00 always runs). For an
+## instructor before a workshop; make test (and CI) run the same test and
+## print the same table.
+tour:
+	LABS_README="$(LABS)" go run ./internal/testsummary -count=1 -timeout 90m -run '^TestLabREADMEs$$' ./internal/readmerun/
 
 ## check: the self-check of one lab — what your run left on the cluster,
 ## in the state folder and the runtime, done or not yet, with a hint:

@@ -17,7 +17,8 @@ type event struct {
 	Package    string
 	Test       string
 	Output     string
-	ImportPath string // build-output events
+	ImportPath string  // build-output events
+	Elapsed    float64 // pass, fail, skip: seconds
 }
 
 type key struct{ pkg, test string }
@@ -30,6 +31,7 @@ type summary struct {
 	skipped []result
 	failed  []result
 	counts  struct{ pass, fail, skip, pkgOK, pkgFail int }
+	tour    tour
 }
 
 type result struct {
@@ -57,6 +59,7 @@ func (s *summary) read(r io.Reader) {
 
 func (s *summary) handle(ev event) {
 	k := key{ev.Package, ev.Test}
+	s.tour.handle(ev)
 	switch {
 	case ev.Action == "build-output":
 		fmt.Fprint(s.w, ev.Output)
@@ -146,6 +149,7 @@ func skipReason(lines []string) string {
 func (s *summary) failedCount() int { return s.counts.fail + s.counts.pkgFail }
 
 func (s *summary) print(took time.Duration) {
+	s.tour.print(s.w)
 	c := s.counts
 	fmt.Fprintf(s.w, "\n== summary (%s): packages %d ok, %d failed; tests %d passed, %d failed, %d skipped\n",
 		took.Round(time.Second), c.pkgOK, c.pkgFail, c.pass, c.fail, c.skip)
