@@ -37,11 +37,14 @@ func Normalise(line string) string {
 	for i, n := range normalisers {
 		if i == 5 {
 			// after addresses and ages, before durations and numbers: a hex ID is a
-			// word of 6 or more hex digits with a digit and a letter in it
+			// word of 6 or more hex digits with a digit and a letter in it. It
+			// becomes <n>, as a number does: a hash prefix is sometimes all
+			// digits ("56803245", 1 in 40 for 8 hex digits), and must still
+			// match the README's "d8dc5a56".
 			line = alnumRun.ReplaceAllStringFunc(line, func(w string) string {
 				if len(w) >= 6 && strings.Trim(w, "0123456789abcdef") == "" &&
 					strings.ContainsAny(w, "0123456789") && strings.ContainsAny(w, "abcdef") {
-					return "<hex>"
+					return "<n>"
 				}
 				return w
 			})

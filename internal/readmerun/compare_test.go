@@ -8,16 +8,19 @@ import (
 func TestNormalise(t *testing.T) {
 	for in, want := range map[string]string{
 		"control plane (Kubernetes v1.36.3) ready in 2.9s":                   "control plane (Kubernetes v<n>.<n>) ready in <dur>",
-		"12:01:02.345 PLEG  ContainerDied  c7b7d3b7cbacd  (1.5ms)":           "<time> PLEG ContainerDied <hex> (<dur>)",
+		"12:01:02.345 PLEG  ContainerDied  c7b7d3b7cbacd  (1.5ms)":           "<time> PLEG ContainerDied <n> (<dur>)",
 		"pod web uid 3f1c2a4e-1b2c-4d5e-8f90-123456789abc on 10.231.22.7/24": "pod web uid <uid> on <ip>",
 		"  apiserver   https://127.0.0.1:6443":                               "apiserver https://<ip>:<n>",
 		"back-off 1m20s restarting failed container":                         "back-off <dur> restarting failed container",
 		"deadbeef facade":                                        "deadbeef facade",
 		"[ 9.87s] Node lab-node-05 created":                      "[<dur>] Node lab-node-<n> created",
 		"[10.02s] Node lab-node-05 created":                      "[<dur>] Node lab-node-<n> created",
-		"1df1ee46363a4   Less than a second ago   Running   app": "<hex> <ago> Running app",
-		"d7ca220aec182   3 seconds ago   Running   app":          "<hex> <ago> Running app",
-		"d7ca220aec182   About a minute ago   Running   app":     "<hex> <ago> Running app",
+		"1df1ee46363a4   Less than a second ago   Running   app": "<n> <ago> Running app",
+		"d7ca220aec182   3 seconds ago   Running   app":          "<n> <ago> Running app",
+		"d7ca220aec182   About a minute ago   Running   app":     "<n> <ago> Running app",
+		// a hash prefix that happens to be all digits matches one that is not
+		"kubernetes.io/config.mirror=56803245, owner Node/n": "kubernetes.io/config.mirror=<n>, owner Node/n",
+		"kubernetes.io/config.mirror=d8dc5a56, owner Node/n": "kubernetes.io/config.mirror=<n>, owner Node/n",
 	} {
 		if got := Normalise(in); got != want {
 			t.Errorf("Normalise(%q) = %q, want %q", in, got, want)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 
 // TestNodeSurvivesAPIServerRestart: the real kubelet's clients reconnect
 // on their own; after the apiserver comes back the Lease is renewed again
-// and the node stays Ready (the restart is far shorter than the grace
-// period).
+// and the node is Ready (it stays so when the restart is shorter than the
+// grace period).
 func TestNodeSurvivesAPIServerRestart(t *testing.T) {
 	const name = "fake-node-restart"
 	fakeNode(t, name)
@@ -39,13 +40,20 @@ func TestNodeSurvivesAPIServerRestart(t *testing.T) {
 		return true
 	})
 	t.Logf("first lease renewal %s after the restart", renewedAfter.Round(10*time.Millisecond))
-	node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			t.Errorf("node Ready=%s after the restart: %s", c.Status, c.Message)
+	// Ready again (or still): a restart shorter than the grace period leaves
+	// the node Ready throughout; on a loaded machine the restart can take
+	// longer, the controller-manager marks the node Unknown meanwhile, and
+	// the kubelet's next status post (every 10 s) makes it Ready again.
+	testenv.PollNil(t, "the node Ready after the apiserver restart", time.Minute, func() error {
+		node, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				return fmt.Errorf("Ready=%s: %s", c.Status, c.Message)
+			}
+		}
+		return nil
+	})
 }

@@ -34,11 +34,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		},
 	}
 	if !kubecontainer.IsHostNetworkPod(pod) {
-		// GeneratePodHostNameAndDomain: spec.hostname, else the pod's name.
-		cfg.Hostname = pod.Name
-		if pod.Spec.Hostname != "" {
-			cfg.Hostname = pod.Spec.Hostname
-		}
+		cfg.Hostname = podHostname(pod)
 	}
 	for i := range pod.Spec.Containers {
 		for _, p := range kubecontainer.MakePortMappings(klog.Background(), &pod.Spec.Containers[i]) {
