@@ -70,6 +70,11 @@ type Options struct {
 	Mock []fakecri.Option
 	// Timeout bounds the join and the serving certificate.
 	Timeout time.Duration
+	// Schedulable registers the node without node.NoRuntimeTaint, so a
+	// scheduler may place pods on it. Only lab 18 runs a whole kubelet that
+	// can take any pod bound to it; the other labs' nodes run part of one
+	// for the pods the lab makes, and keep the taint.
+	Schedulable bool
 	// Kubelet holds the lab's own kubelet settings (periods, back-off,
 	// static pods, shutdown grace, Log; a nil Log prints every step
 	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir and
@@ -190,7 +195,7 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	// Node's status: the apiserver will dial InternalIP:port. From here on
 	// every call is the node's, checked by the Node authorizer.
 	jo := node.JoinOptions{Admin: cfg, Dir: dir, Token: o.Token, Name: o.Name, Lab: o.Lab, Timeout: o.Timeout,
-		InternalIP: n.IP.String(), Log: out.Indented()}
+		InternalIP: n.IP.String(), Log: out.Indented(), NoTaint: o.Schedulable}
 	if o.Server != nil {
 		jo.DaemonPort, jo.DeclaredFeatures = int32(ln.Addr().(*net.TCPAddr).Port), o.Server.features()
 		out.Printf("joining   %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.Name, n.IP, jo.DaemonPort, orNone(jo.DeclaredFeatures))

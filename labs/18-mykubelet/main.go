@@ -151,6 +151,8 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 	logMaxSize, _ := o.containerLogMaxSize() // check() read it
 	n, err := labnode.Start(ctx, labnode.Options{
 		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: token, Runtime: o.runtime, Timeout: o.timeout,
+		// our whole kubelet: a scheduler may place pods here (no NoSchedule taint)
+		Schedulable: true,
 		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,

@@ -185,6 +185,13 @@ func walkThrough(t *testing.T, lab *testenv.Lab[*nodeLab], node string, w walk) 
 	admin := testenv.AdminClient(t)
 	ns := testenv.Namespace(t, admin, "lab18")
 	ctx := context.Background()
+	// our whole kubelet takes any pod a scheduler places there: unlike the
+	// other labs' nodes it registers without the NoSchedule taint
+	if n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if len(n.Spec.Taints) > 0 {
+		t.Errorf("node %s: taints %v, want none", node, n.Spec.Taints)
+	}
 	h := hintsOf(t, lab.Out.String())
 	want := []string{w.web, "labs/18-mykubelet/crash.yaml", "labs/18-mykubelet/stubborn.yaml"}
 	if !slices.Equal(h.apply, want) || h.static != "labs/18-mykubelet/static-clock.yaml" {
