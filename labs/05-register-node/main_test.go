@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
@@ -294,20 +295,27 @@ func TestConditionsByTypeAndReReady(t *testing.T) {
 	ctx := context.Background()
 	j := startLab(t, "t05-conds", nil).L
 	admin := testenv.AdminClient(t)
-	n := mustGetNode(t, admin, "t05-conds")
-	n.Status.Conditions = append([]v1.NodeCondition{{
-		Type: "example.com/KernelDeadlock", Status: v1.ConditionFalse, Reason: "KernelHasNoDeadlock",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-	}}, n.Status.Conditions...)
-	node.SetCondition(&n.Status, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "set by the test"}, time.Now())
-	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err) // a Conflict here would mean the lab wrote in between: rare (every 10s, only on change)
+	// read-modify-write, again on a conflict: the lab posts its first
+	// status right after it starts, which a loaded machine can delay until
+	// just after our read
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := mustGetNode(t, admin, "t05-conds")
+		n.Status.Conditions = append([]v1.NodeCondition{{
+			Type: "example.com/KernelDeadlock", Status: v1.ConditionFalse, Reason: "KernelHasNoDeadlock",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}, n.Status.Conditions...)
+		node.SetCondition(&n.Status, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "set by the test"}, time.Now())
+		_, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	r := &node.StatusReporter{Client: j.agent.Heartbeat, Node: node.Config{Name: "t05-conds"}}
 	if patched, err := r.Sync(ctx); err != nil || !patched {
 		t.Fatalf("sync: patched=%v err=%v", patched, err)
 	}
-	n = mustGetNode(t, admin, "t05-conds")
+	n := mustGetNode(t, admin, "t05-conds")
 	if c := node.GetCondition(&n.Status, v1.NodeReady); c.Status != v1.ConditionTrue || time.Since(c.LastTransitionTime.Time) > 5*time.Second {
 		t.Errorf("Ready after sync: %+v", c)
 	}
