@@ -77,6 +77,14 @@ func run(ctx context.Context, o options, out *labenv.Printer, observe observer) 
 	}
 	defer j.Stop()
 
+	// What the source sends is also written down, for make check LAB=09
+	// (record.go says why).
+	record, err := openOpsRecord(j.Dir)
+	if err != nil {
+		return err
+	}
+	defer record.Close()
+
 	// 2. The pod manager, and the handler that does to it what the
 	// kubelet's HandlePodAdditions/Updates/Removes/Reconcile do.
 	pods := kubepod.NewBasicPodManager()
@@ -102,6 +110,9 @@ func run(ctx context.Context, o options, out *labenv.Printer, observe observer) 
 			out.Printf("%-9s (no pods yet: the first list of the source came back empty; the kubelet now counts the source as seen)", "ADD")
 		}
 		if err := podconfig.Dispatch(ctx, u, handler); err != nil {
+			out.Printf("  %v", err)
+		}
+		if err := record.add(u); err != nil {
 			out.Printf("  %v", err)
 		}
 		out.Printf("%s", describeManager(pods))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +217,18 @@ func TestOpsAndManagerView(t *testing.T) {
 		t.Errorf("manager after the forced delete: %v", s.pods)
 	}
 
+	// The record make check LAB=09 reads: one line per op (record.go).
+	record, err := os.ReadFile(filepath.Join(testenv.NodeDir(t, nodeName), opsRecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{" ADD default/t09-web\n", " UPDATE default/t09-web\n", " RECONCILE default/t09-web\n",
+		" DELETE default/t09-web grace=30\n", " DELETE default/t09-web grace=0\n", " REMOVE default/t09-web\n"} {
+		if !strings.Contains(string(record), line) {
+			t.Errorf("%s lacks a line ending %q:\n%s", opsRecordFile, line, record)
+		}
+	}
+
 	for _, line := range []string{
 		"ADD       default/t09-web uid " + string(web.UID),
 		"UPDATE    default/t09-web: labels map[app:t09-web tier:frontend] changed",
@@ -255,6 +269,10 @@ func TestMirrorPodWithoutStaticPod(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "orphaned mirror pod "+mirror.Name+"_default") {
 		t.Errorf("output does not name the orphan")
+	}
+	record, err := os.ReadFile(filepath.Join(testenv.NodeDir(t, nodeName), opsRecordFile))
+	if want := " ADD default/" + mirror.Name + " mirror\n"; err != nil || !strings.Contains(string(record), want) {
+		t.Errorf("%s lacks a line ending %q (%v):\n%s", opsRecordFile, want, err, record)
 	}
 }
 
