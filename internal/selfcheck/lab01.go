@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 
 // Lab 01 runs fake nodes (the real kubelet): the checks look at the Nodes
 // and Leases they made, the certificates their TLS bootstrap left in the
-// state folder's nodes/NAME/pki, the CSRs, and the log folder of the pod
+// state folder's nodes/NAME/pki, the CSRs, and the kubelet's log of the pod
 // the README runs. The Lease shows whether a node runs now.
 func init() {
 	register("01", labCheck{Title: "a fake node: the real kubelet on a mock runtime", Check: checkLab01})
@@ -32,23 +33,22 @@ func checkLab01(ctx context.Context, e *Env) []Result {
 	if err != nil {
 		return NoCluster(err)
 	}
-	boot := "start the node: ./boot.sh (README, Run it), with lab 00 running"
-	n, err := kube.CoreV1().Nodes().Get(ctx, "fake-node-1", metav1.GetOptions{})
-	if err != nil {
-		return []Result{NotYet("Node fake-node-1: "+err.Error(), boot)}
-	}
 	return []Result{
-		lab01Registered(n),
+		lab01Registered(ctx, kube, "fake-node-1"),
 		lab01Bootstrap(e, "fake-node-1"),
 		lab01Lease(ctx, kube, "fake-node-1"),
 		lab01Pod(ctx, e, kube),
-		lab01TokenJoin(ctx, e, kube),
+		lab01TokenJoin(ctx, kube),
 		lab01Loopback(ctx, kube),
 	}
 }
 
 // lab01Registered: the kubelet registered its Node and reported Ready.
-func lab01Registered(n *v1.Node) Result {
+func lab01Registered(ctx context.Context, kube kubernetes.Interface, name string) Result {
+	n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return NotYet("Node "+name+": "+err.Error(), "start the node: ./boot.sh (README, Run it), with lab 00 running")
+	}
 	info := n.Status.NodeInfo
 	for _, c := range n.Status.Conditions {
 		if c.Type == v1.NodeReady && c.Reason == "KubeletReady" {
@@ -122,23 +122,37 @@ func lab01Lease(ctx context.Context, kube kubernetes.Interface, name string) Res
 }
 
 // lab01Pod: yaml/nginx.yaml ran on fake-node-1. While it exists it is in
-// the API; after kubectl delete, its log folder stays in the node's
-// pod-logs/ (NAMESPACE_NAME_UID), where the kubelet wrote its log.
+// the API; after kubectl delete, the node's kubelet log still has the
+// line its pod startup latency tracker writes when the pod runs
+// (pkg/kubelet/util/pod_startup_latency_tracker.go in v1.36.3). Its
+// pod-logs/ folder would not do: the kubelet's garbage collector removes a
+// deleted pod's logs within a minute.
 func lab01Pod(ctx context.Context, e *Env, kube kubernetes.Interface) Result {
 	hint := "run a pod on it: kubectl apply -f yaml/nginx.yaml; kubectl logs nginx; kubectl exec nginx -- echo hi"
 	if p, err := kube.CoreV1().Pods("default").Get(ctx, "nginx", metav1.GetOptions{}); err == nil && p.Spec.NodeName == "fake-node-1" {
 		return Done("pod default/nginx on fake-node-1: %s", p.Status.Phase)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(e.StatePath("nodes", "fake-node-1", "pod-logs"), "default_nginx_*"))
-	if len(dirs) == 0 {
-		return NotYet("no pod nginx has run on fake-node-1 (none in the API, no log folder in nodes/fake-node-1/pod-logs)", hint)
+	log, err := os.ReadFile(e.StatePath("nodes", "fake-node-1", "kubelet.log"))
+	if err != nil {
+		return NotYet("no pod nginx on fake-node-1, and no kubelet log: "+err.Error(), hint)
 	}
-	return Done("pod default/nginx ran on fake-node-1 (its log folder: pod-logs/%s)", filepath.Base(dirs[len(dirs)-1]))
+	m := lab01PodStarted.FindSubmatch(log)
+	if m == nil {
+		return NotYet("no pod nginx has run on fake-node-1 (none in the API, none in nodes/fake-node-1/kubelet.log)", hint)
+	}
+	took, err := time.ParseDuration(string(m[1]))
+	if err != nil {
+		return Done("pod default/nginx ran on fake-node-1 (nodes/fake-node-1/kubelet.log)")
+	}
+	return Done("pod default/nginx ran on fake-node-1: its kubelet log says it was running %s after its creation", took.Round(10*time.Millisecond))
 }
+
+// lab01PodStarted is the kubelet's line for a pod that reached Running.
+var lab01PodStarted = regexp.MustCompile(`"Observed pod startup duration" pod="default/nginx" .*podStartE2EDuration="([^"]+)"`)
 
 // lab01TokenJoin: fake-node-2 joined with lab 03's bootstrap token — its
 // client CSR's requestor is system:bootstrap:TOKEN-ID.
-func lab01TokenJoin(ctx context.Context, e *Env, kube kubernetes.Interface) Result {
+func lab01TokenJoin(ctx context.Context, kube kubernetes.Interface) Result {
 	hint := `make a token (go run ./labs/03-bootstrap-token), then: ./boot.sh --node-name=fake-node-2 --bootstrap-kubeconfig="${LABS_STATE_DIR:-.labs}/bootstrap/bootstrap-kubelet.kubeconfig"`
 	if _, err := kube.CoreV1().Nodes().Get(ctx, "fake-node-2", metav1.GetOptions{}); err != nil {
 		return NotYet("Node fake-node-2: "+err.Error(), hint)
