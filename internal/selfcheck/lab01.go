@@ -50,12 +50,16 @@ func lab01Registered(ctx context.Context, kube kubernetes.Interface, name string
 		return NotYet("Node "+name+": "+err.Error(), "start the node: ./boot.sh (README, Run it), with lab 00 running")
 	}
 	info := n.Status.NodeInfo
+	if info.KubeletVersion == "" {
+		return NotYet("Node "+name+" has no status from a kubelet", "start it (./boot.sh) and read its kubelet log, nodes/"+name+"/kubelet.log")
+	}
+	ready := "no Ready condition"
 	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady && c.Reason == "KubeletReady" {
-			return Done("Node %s registered by kubelet %s on %s; it reported Ready (%s)", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion, c.Message)
+		if c.Type == v1.NodeReady {
+			ready = fmt.Sprintf("Ready=%s now (%s)", c.Status, c.Message)
 		}
 	}
-	return NotYet("Node "+n.Name+" has never reported Ready", "start it (./boot.sh) and read its kubelet log, nodes/"+n.Name+"/kubelet.log")
+	return Done("Node %s registered by kubelet %s on %s; %s", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion, ready)
 }
 
 // lab01Bootstrap: the client certificate the TLS bootstrap got, signed by
