@@ -24,7 +24,7 @@ const lab07Part2 = "start part 2 in another terminal and leave it running: go ru
 
 func checkLab07(ctx context.Context, e *Env) []Result {
 	record, _ := os.ReadFile(e.StatePath("07-pleg", "part1.log"))
-	results := []Result{lab07Part1(string(record), "our mock CRI runtime",
+	results := []Result{lab07Part1(string(record), "our mock CRI runtime, started by this lab",
 		"part 1 on the lab's own mock", "run part 1: go run ./labs/07-pleg --live=false (README: Part 1)")}
 
 	c, err := lab07Runtime(ctx, e)
