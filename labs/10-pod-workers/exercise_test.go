@@ -97,8 +97,8 @@ func (r gateResult) answers() string { return "answered " + strings.Join(r.codes
 // gateRun is step 1 of the walk-through on the real pod workers, the lab's
 // syncer, the kubelet's PLEG and the mock: a pod created, then an update
 // right behind it once the first sync made the sandbox and the container.
-// The PLEG relists only when the test says (before the create, and half a
-// second after the update), so "before the PLEG has seen the sandbox" is
+// The PLEG relists only when the test says (before the create, and once
+// the update has been synced or 2 s after it), so "before the PLEG has seen the sandbox" is
 // certain, not a matter of timing. cache wraps the cache the workers get.
 func gateRun(t *testing.T, cache func(kubecontainer.Cache) kubecontainer.Cache) gateResult {
 	t.Helper()
@@ -163,7 +163,16 @@ func gateRun(t *testing.T, cache func(kubecontainer.Cache) kubecontainer.Cache) 
 	labelled.Labels = map[string]string{"step": "2"} // kubectl label pod oneshot step=2
 	workers.UpdatePod(kubelet.UpdatePodOptions{UpdateType: kubetypes.SyncPodUpdate, Pod: labelled})
 
-	time.Sleep(500 * time.Millisecond) // a worker without the gate syncs at once
+	// A worker without the gate syncs at once; one with it waits for the
+	// relist below, so this wait is the gated run's 2 s.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		synced := updateSyncs > 0
+		mu.Unlock()
+		if synced {
+			break
+		}
+	}
 	mu.Lock()
 	relisted = true
 	mu.Unlock()
