@@ -67,18 +67,25 @@ func run(ctx context.Context, o options, out *labenv.Printer, ready func(*fakecr
 		fakecri.WithPauseImage(labruntime.PauseImage),
 		fakecri.WithImages(labruntime.BusyboxImage),
 	}
-	if !o.quiet {
-		opts = append(opts, fakecri.WithCallObserver(func(c fakecri.Call) {
-			if !o.allCalls && (c.Method == "Version" || c.Method == "ImageFsInfo") {
-				return
-			}
-			result := "ok"
-			if c.Err != nil {
-				result = "error: " + c.Err.Error()
-			}
-			out.Printf("%s  %-22s %8s  %s", time.Now().Format("15:04:05.000"), c.Method, c.Duration.Round(time.Microsecond), result)
-		}))
+	// They go to calls.log in the lab's folder too, printed or not (-quiet).
+	if err := os.MkdirAll(labDir, 0o755); err != nil {
+		return err
 	}
+	record, err := newCallRecord(filepath.Join(labDir, "calls.log"))
+	if err != nil {
+		return err
+	}
+	defer record.Close()
+	opts = append(opts, fakecri.WithCallObserver(func(c fakecri.Call) {
+		if !o.allCalls && (c.Method == "Version" || c.Method == "ImageFsInfo") {
+			return
+		}
+		line := callLine(time.Now(), c)
+		record.add(line)
+		if !o.quiet {
+			out.Printf("%s", line)
+		}
+	}))
 
 	srv, err := fakecri.Start(o.socket, opts...)
 	if err != nil {

@@ -109,7 +109,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onLive func(*plegv
 	out.Printf("runtime   %s (%s)", m.Endpoint, m.Describe())
 
 	if o.steps {
-		if err := relistByHand(ctx, o, rt, m, out); err != nil {
+		if err := relistByHand(ctx, o, rt, m, dir, out); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onLive func(*plegv
 
 // relistByHand builds the PLEG on a fake clock and calls Relist() itself:
 // one list, one diff, one batch of events at a time.
-func relistByHand(ctx context.Context, o options, rt *labruntime.Runtime, m *plegview.Mock, out *labenv.Printer) error {
+func relistByHand(ctx context.Context, o options, rt *labruntime.Runtime, m *plegview.Mock, dir string, out *labenv.Printer) error {
 	c := rt.CRI
 	clk := testingclock.NewFakeClock(time.Now())
 	kr := plegruntime.New(c, plegruntime.WithClock(clk)) // lists stamped by the same fake clock
@@ -166,14 +166,14 @@ func relistByHand(ctx context.Context, o options, rt *labruntime.Runtime, m *ple
 	// No relist for longer than the threshold: what `kubectl describe node`
 	// shows as "PLEG is not healthy" (the kubelet's runtime health check).
 	clk.Step(o.relistThreshold + time.Second)
-	healthy, err := g.Healthy()
+	healthyAfterPause, err := g.Healthy()
 	out.Printf("\nthe clock moves %s with no relist (a runtime stuck in a list call would do this):", o.relistThreshold+time.Second)
-	out.Printf("  Healthy() = %v: %v", healthy, err)
+	out.Printf("  Healthy() = %v: %v", healthyAfterPause, err)
 	out.Printf("  the kubelet's runtime check (pkg/kubelet/runtime.go:133) makes that \"PLEG is not healthy: %v\" and the node Ready=False", err)
 	d.Relist(ctx, g, "relist #5: one successful relist later")
-	healthy, _ = g.Healthy()
+	healthy, _ := g.Healthy()
 	out.Printf("  Healthy() = %v", healthy)
-	return nil
+	return plegview.RecordPart1(dir, m, d.Sent, healthyAfterPause, healthy)
 }
 
 // relistForever is the kubelet's way: Start() relists every period on the

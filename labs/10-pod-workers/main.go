@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -133,10 +134,16 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 		log, summary = nil, out.Stamped
 	}
 	loop := teachloop.New(teachloop.Options{Client: client, Pods: kubepod.NewBasicPodManager(), Log: log, Summary: summary})
+	// Every step also goes to workers.log in the node's folder.
+	record, err := newWorkerRecord(filepath.Join(j.Dir, "workers.log"))
+	if err != nil {
+		return err
+	}
+	defer record.Close()
 	workers, err := podworkers.New(podworkers.Options{
 		Syncer: &teachloop.Syncer{CRI: rt.CRI, Control: rt.Mock.ControlSocketPath(), Log: log},
 		Cache:  cache, ResyncInterval: o.resync, BackOffPeriod: o.backOff,
-		OnEvent: loop.OnWorkerEvent,
+		OnEvent: func(e podworkers.Event) { loop.OnWorkerEvent(e); record.add(e) },
 	})
 	if err != nil {
 		return err

@@ -113,6 +113,9 @@ type Differ struct {
 	out    *labenv.Printer
 	events chan *pleg.PodLifecycleEvent
 	prev   map[string]row
+	// Sent has, per relist so far, the types of the events it sent
+	// ("none" for none): what the lab records for make check LAB=07.
+	Sent [][]string
 }
 
 type row struct {
@@ -162,15 +165,17 @@ func (d *Differ) Relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 		}
 		d.out.Printf("  %-12s %-10s %-15.13s %-13s %s%s", r.pod, r.name, id, old, cur, mark)
 	}
-	var got []string
+	var got, types []string
 	for len(d.events) > 0 {
 		ev := <-d.events
 		id, _ := ev.Data.(string)
 		got = append(got, fmt.Sprintf("%s(%.13s)", ev.Type, id))
+		types = append(types, string(ev.Type))
 	}
 	if len(got) == 0 {
-		got = []string{"none"}
+		got, types = []string{"none"}, []string{"none"}
 	}
+	d.Sent = append(d.Sent, types)
 	d.out.Printf("  events sent: %s", strings.Join(got, ", "))
 	d.prev = now
 }
