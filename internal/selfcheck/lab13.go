@@ -39,19 +39,19 @@ func checkLab13(ctx context.Context, e *Env) []Result {
 	}
 	return []Result{
 		node,
-		virtualExit(get("readyz"), "check", v1.PodSucceeded, 0, "200 OK", "kubectl apply -f labs/13-virtual-pod/readyz.yaml (step 1)"),
-		virtualExit(get("forbidden"), "check", v1.PodFailed, 22, "403 Forbidden", "kubectl apply -f labs/13-virtual-pod/forbidden.yaml (step 2)"),
+		virtualExit("readyz", get("readyz"), "check", v1.PodSucceeded, 0, "200 OK", "kubectl apply -f labs/13-virtual-pod/readyz.yaml (step 1)"),
+		virtualExit("forbidden", get("forbidden"), "check", v1.PodFailed, 22, "403 Forbidden", "kubectl apply -f labs/13-virtual-pod/forbidden.yaml (step 2)"),
 		typoFailed(get("typo")),
 		rejected(get("always")),
 		waited(get("wait")),
 	}
 }
 
-// virtualExit: the pod reached phase, and container name ended with code
-// and a message that contains msg.
-func virtualExit(pod *v1.Pod, name string, phase v1.PodPhase, code int32, msg, hint string) Result {
+// virtualExit: pod podName reached phase, and its container name ended
+// with code and a message that contains msg.
+func virtualExit(podName string, pod *v1.Pod, name string, phase v1.PodPhase, code int32, msg, hint string) Result {
 	if pod == nil {
-		return NotYet("no such pod on "+lab13Node, hint)
+		return NotYet("no pod "+podName+" on "+lab13Node, hint)
 	}
 	t := terminatedState(pod, name)
 	if pod.Status.Phase != phase || t == nil || t.ExitCode != code || !strings.Contains(t.Message, msg) {
