@@ -41,7 +41,7 @@ func check14(ctx context.Context, e *Env) []Result {
 		return NoCluster(err)
 	}
 	return []Result{
-		nodeServing(node, err, "start the lab (Run it): "+run14),
+		nodeServing(node14, node, err, "start the lab (Run it): "+run14),
 		servingCert14(e, node),
 		podRunningOn(ctx, kube, "shell", node14, "section 1: kubectl apply -f labs/14-exec/shell.yaml, with the lab running"),
 		visitorGranted(ctx, kube, e),
@@ -51,9 +51,9 @@ func check14(ctx context.Context, e *Env) []Result {
 
 // nodeServing: the Node is Ready (its lab runs: the Lease is renewed) and
 // publishes the port of its server, where the apiserver calls it.
-func nodeServing(node *v1.Node, getErr error, hint string) Result {
+func nodeServing(name string, node *v1.Node, getErr error, hint string) Result {
 	if getErr != nil {
-		return NotYet(fmt.Sprintf("no Node %s yet", node14), hint)
+		return NotYet(fmt.Sprintf("no Node %s yet", name), hint)
 	}
 	if !nodeReady(node) {
 		return NotYet(fmt.Sprintf("Node %s is not Ready: its lab is not running", node.Name), hint)
