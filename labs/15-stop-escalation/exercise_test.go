@@ -38,7 +38,7 @@ var answer = struct {
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
 	podFile := exercisePod(t)
-	timeouts := regexp.MustCompile(`CRI StopContainer stop-demo/stubborn \S+ timeout=(\d+)s`)
+	timeouts := regexp.MustCompile(`CRI StopContainer stop-demo/stubborn \S+ timeout=(\d+)s[^\n]*`)
 	// the course's default containerd (as the lab's --runtime containerd), then the
 	// mock; without containerd its part skips (fails in CI)
 	for _, rc := range []critest.Case{{Name: "containerd", Setup: critest.Containerd}, {Name: "fakecri", Setup: critest.FakeCRI}} {
