@@ -77,8 +77,8 @@ type Options struct {
 	Schedulable bool
 	// Kubelet holds the lab's own kubelet settings (periods, back-off,
 	// static pods, shutdown grace, Log; a nil Log prints every step
-	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir and
-	// HostIPs.
+	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir, PodsDir
+	// and HostIPs.
 	Kubelet mykubelet.Options
 	// Server, if set, puts the node server in front of the kubelet (labs
 	// 14, 18). Without one (labs 12, 17) the Node publishes no port, so
@@ -218,6 +218,8 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	// 4. The kubelet, acting as the node.
 	ko := o.Kubelet
 	ko.NodeName, ko.Client, ko.CRI, ko.PodLogsDir, ko.HostIPs = o.Name, n.Joined.Client, n.Runtime.CRI, n.Runtime.PodLogsDir, []string{n.IP.String()}
+	// the kubelet's ROOT/pods: each pod's volumes, in the node's folder
+	ko.PodsDir = filepath.Join(dir, "pods")
 	if ko.Log == nil {
 		ko.Log = out.Stamped
 	}

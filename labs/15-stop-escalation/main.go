@@ -133,6 +133,9 @@ func run(ctx context.Context, o options, w *labenv.Printer) (*report, error) {
 		return nil, err
 	}
 	out.Printf("\n3. Nothing runs any more: the sandbox and the containers leave the runtime (lab 16: the kubelet's garbage\n   collector does that), and the pod object is deleted for good (the kubelet's status manager does that)")
+	if err := writeRecord(s.RT.Kind, rep); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/cri"
 )
@@ -94,6 +96,16 @@ func TestLab(t *testing.T) {
 					t.Errorf("sandboxes of stop-demo left in %s: %d (%v)", rc.Name, len(left), err)
 				}
 				c.Close()
+			}
+			// the record make check LAB=15 reads (record.go)
+			kind := "mock"
+			if rc.Name != "fakecri" {
+				kind = "containerd"
+			}
+			if path, err := state.Path("15-stop-escalation", RecordFile(kind)); err != nil {
+				t.Error(err)
+			} else if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "part 2 stubborn exit 137 grace 2s") {
+				t.Errorf("the lab's record %s: %q (%v), want a line %q", path, b, err, "part 2 stubborn exit 137 grace 2s")
 			}
 			labpodtest.NoLeaks(t, ignore)
 		})

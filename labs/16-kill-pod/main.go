@@ -219,6 +219,9 @@ func run(ctx context.Context, o options, w *labenv.Printer) (*report, error) {
 	rep.Gone = true
 	out.Printf("   pod %s/%s is gone from the apiserver", pod.Namespace, pod.Name)
 	finished = true
+	if err := writeRecord(s.RT.Kind, s.RT.Name, *pod.DeletionGracePeriodSeconds, rep); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labpod/labpodtest"
 	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 )
 
@@ -100,6 +101,16 @@ func TestLab(t *testing.T) {
 			}
 			if _, err := admin.CoreV1().Pods("default").Get(ctx, "kill-demo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("pod kill-demo still exists after the lab: %v", err)
+			}
+			// the record make check LAB=16 reads (record.go)
+			kind := "mock"
+			if rc.Name != "fakecri" {
+				kind = "containerd"
+			}
+			if path, err := state.Path("16-kill-pod", RecordFile(kind)); err != nil {
+				t.Error(err)
+			} else if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "gc removed 3 containers 1 sandboxes 1 logdirs, left 0, object there true") {
+				t.Errorf("the lab's record %s: %q (%v), want a line %q", path, b, err, "gc removed 3 containers 1 sandboxes 1 logdirs, left 0, object there true")
 			}
 			labpodtest.NoLeaks(t, ignore)
 		})

@@ -60,6 +60,9 @@ type Options struct {
 	// containerd and its log folder, and each node's garbage collector
 	// removes the log folders of its own pods only. See Kubelet.PodLogsDir.
 	PodLogsDir string
+	// PodsDir is the node's folder of pod data, for the pods' volumes
+	// (kuberuntime.Options.PodsDir); empty: none.
+	PodsDir string
 	// HostIPs are the node's InternalIPs, for status.hostIP(s) and the
 	// status.hostIP downward-API field.
 	HostIPs []string
@@ -184,7 +187,7 @@ func New(o Options) (*Kubelet, error) {
 		o.PodLogsDir = filepath.Join(o.PodLogsDir, o.NodeName)
 		k.o.PodLogsDir = o.PodLogsDir
 	}
-	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
+	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
 		Liveness: k.liveness, Startup: k.startup})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
