@@ -54,10 +54,8 @@ func lab01Registered(ctx context.Context, kube kubernetes.Interface, name string
 		return NotYet("Node "+name+" has no status from a kubelet", "start it (./boot.sh) and read its kubelet log, nodes/"+name+"/kubelet.log")
 	}
 	ready := "no Ready condition"
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			ready = fmt.Sprintf("Ready=%s now (%s)", c.Status, c.Message)
-		}
+	if c := readyCondition(n); c != nil {
+		ready = fmt.Sprintf("Ready=%s now (%s)", c.Status, c.Message)
 	}
 	return Done("Node %s registered by kubelet %s on %s; %s", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion, ready)
 }

@@ -55,10 +55,8 @@ func lab02Joined(ctx context.Context, e *Env, kube kubernetes.Interface, run str
 			"run the lab with this state folder: go run ./labs/02-node-lease")
 	}
 	ready := "no Ready condition"
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			ready = fmt.Sprintf("Ready=%s now", c.Status)
-		}
+	if c := readyCondition(n); c != nil {
+		ready = fmt.Sprintf("Ready=%s now", c.Status)
 	}
 	return Done("Node %s joined with its own credentials (nodes/%s/%s); %s", lab02Node, lab02Node, filepath.Base(kubeconfig), ready)
 }

@@ -58,10 +58,7 @@ func lab05Ready(n *corev1.Node) Result {
 	if n == nil {
 		return NotYet("no Node "+lab05Node, lab05Start)
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type != corev1.NodeReady {
-			continue
-		}
+	if c := readyCondition(n); c != nil {
 		if c.Status == corev1.ConditionTrue {
 			return Done("Node %s registered and Ready (%s)", n.Name, c.Reason)
 		}

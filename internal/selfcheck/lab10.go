@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,7 +36,7 @@ func checkLab10(ctx context.Context, e *Env) []Result {
 	if err != nil {
 		results = append(results, NotYet("no node "+lab10Node, lab10Start))
 	} else {
-		results = append(results, Done("node %s joined (Ready=%s)", lab10Node, nodeReady(node)))
+		results = append(results, Done("node %s joined (Ready=%s)", lab10Node, readyStatus(node)))
 	}
 
 	b, err := os.ReadFile(e.StatePath("nodes", lab10Node, "workers.log"))
@@ -50,15 +49,6 @@ func checkLab10(ctx context.Context, e *Env) []Result {
 		return apierrors.IsNotFound(err)
 	}
 	return append(results, steps.results(gone)...)
-}
-
-func nodeReady(n *v1.Node) string {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return string(c.Status)
-		}
-	}
-	return "Unknown"
 }
 
 // lab10Record is what workers.log says about the walk-through's pods.

@@ -70,12 +70,7 @@ func liveNode(ctx context.Context, kube kubernetes.Interface, name, startHint st
 	case err != nil:
 		return Result{}, err
 	}
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			ready = c.Status == v1.ConditionTrue
-		}
-	}
+	ready := isReady(n)
 	lease, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
 	if err != nil || lease.Spec.RenewTime == nil {
 		return NotYet("node "+name+" has no renewed Lease", startHint), nil

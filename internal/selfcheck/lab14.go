@@ -55,7 +55,7 @@ func nodeServing(name string, node *v1.Node, getErr error, hint string) Result {
 	if getErr != nil {
 		return NotYet(fmt.Sprintf("no Node %s yet", name), hint)
 	}
-	if !nodeReady(node) {
+	if !isReady(node) {
 		return NotYet(fmt.Sprintf("Node %s is not Ready: its lab is not running", node.Name), hint)
 	}
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
@@ -63,15 +63,6 @@ func nodeServing(name string, node *v1.Node, getErr error, hint string) Result {
 		return NotYet(fmt.Sprintf("Node %s publishes no server port (status.daemonEndpoints)", node.Name), hint)
 	}
 	return Done("Node %s Ready, its server at %s:%d (status.addresses, status.daemonEndpoints)", node.Name, internalIP(node), port)
-}
-
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func internalIP(n *v1.Node) string {
@@ -172,7 +163,7 @@ func spdyNode(ctx context.Context, kube kubernetes.Interface) Result {
 	if err != nil {
 		return NotYet(fmt.Sprintf("no Node %s", spdyNode14), hint)
 	}
-	if !nodeReady(n) {
+	if !isReady(n) {
 		return NotYet(fmt.Sprintf("Node %s is not Ready: its lab is not running", spdyNode14), hint)
 	}
 	if len(n.Status.DeclaredFeatures) > 0 {

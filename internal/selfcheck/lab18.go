@@ -123,7 +123,7 @@ func fleetReady(ctx context.Context, kube kubernetes.Interface) Result {
 	for i := range nodes.Items {
 		if n := &nodes.Items[i]; n.Name != node18 {
 			total++
-			if nodeReady(n) {
+			if isReady(n) {
 				ready++
 			}
 		}
