@@ -5,10 +5,12 @@ import (
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/state"
+	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -17,6 +19,7 @@ import (
 // kubeconfig).
 type Env struct {
 	once    sync.Once
+	cfg     *rest.Config
 	kube    kubernetes.Interface
 	kubeErr error
 }
@@ -25,15 +28,29 @@ type Env struct {
 // start lab 00 (labenv's own words).
 func (e *Env) Kube(ctx context.Context) (kubernetes.Interface, error) {
 	e.once.Do(func() {
-		cfg, err := labenv.RESTConfig(ctx, "")
-		if err != nil {
-			e.kubeErr = err
+		e.cfg, e.kubeErr = labenv.RESTConfig(ctx, "")
+		if e.kubeErr != nil {
 			return
 		}
-		e.kube, e.kubeErr = kubernetes.NewForConfig(cfg)
+		e.kube, e.kubeErr = kubernetes.NewForConfig(e.cfg)
 	})
 	return e.kube, e.kubeErr
 }
+
+// ClusterCA returns a client of the learner's cluster and the CA its
+// nodes trust (kube-public/cluster-info, as a joining node finds it), for
+// checks of the certificates a lab left.
+func (e *Env) ClusterCA(ctx context.Context) (kubernetes.Interface, []byte, error) {
+	kube, err := e.Kube(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	caPEM, _, err := bootstrap.ClusterCA(ctx, e.cfg, kube)
+	return kube, caPEM, err
+}
+
+// Server is the apiserver's URL, once Kube (or ClusterCA) has succeeded.
+func (e *Env) Server() string { return e.cfg.Host }
 
 // StatePath is a path in the learner's state folder (which may not exist).
 func (e *Env) StatePath(elem ...string) string {

@@ -23,7 +23,6 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"kubelet-labs/internal/labenv"
 	"kubelet-labs/mycore/bootstrap"
 )
 
@@ -47,15 +46,7 @@ const (
 )
 
 func checkLab04(ctx context.Context, e *Env) []Result {
-	kube, err := e.Kube(ctx)
-	if err != nil {
-		return NoCluster(err)
-	}
-	cfg, err := labenv.RESTConfig(ctx, "")
-	if err != nil {
-		return NoCluster(err)
-	}
-	caPEM, _, err := bootstrap.ClusterCA(ctx, cfg, kube)
+	kube, caPEM, err := e.ClusterCA(ctx)
 	if err != nil {
 		return NoCluster(err)
 	}
@@ -71,7 +62,7 @@ func checkLab04(ctx context.Context, e *Env) []Result {
 		lab04HandServing(ctx, kube, byHand),
 		lab04ApprovedBy(csrs.Items, "AutoApproved", "auto-approved by the controller-manager's csrapproving controller", lab04Auto),
 		lab04ApprovedBy(csrs.Items, "KubeletLabsApprove", "approved by the lab with the admin client", lab04Admin),
-		nodeCredentials(ctx, kube, node, "lab-node-04", cfg.Host, caPEM, lab04Auto),
+		nodeCredentials(ctx, kube, node, "lab-node-04", e.Server(), caPEM, lab04Auto),
 		lab04Pending(ctx, kube, node),
 	}
 }

@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"kubelet-labs/internal/labenv"
-	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/lease"
 )
 
@@ -25,15 +23,7 @@ const (
 )
 
 func checkLab05(ctx context.Context, e *Env) []Result {
-	kube, err := e.Kube(ctx)
-	if err != nil {
-		return NoCluster(err)
-	}
-	cfg, err := labenv.RESTConfig(ctx, "")
-	if err != nil {
-		return NoCluster(err)
-	}
-	caPEM, _, err := bootstrap.ClusterCA(ctx, cfg, kube)
+	kube, caPEM, err := e.ClusterCA(ctx)
 	if err != nil {
 		return NoCluster(err)
 	}
@@ -45,7 +35,7 @@ func checkLab05(ctx context.Context, e *Env) []Result {
 		node = nil
 	}
 	return []Result{
-		nodeCredentials(ctx, kube, e.StatePath("nodes", lab05Node), lab05Node, cfg.Host, caPEM, lab05Start),
+		nodeCredentials(ctx, kube, e.StatePath("nodes", lab05Node), lab05Node, e.Server(), caPEM, lab05Start),
 		lab05Ready(node),
 		lab05Lease(ctx, kube, node, time.Now()),
 		lab05Labeled(node),

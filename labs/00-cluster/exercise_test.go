@@ -64,22 +64,9 @@ func TestExercise(t *testing.T) {
 			answer.NodeLeaseDurationSeconds, answer.LeaseWritesPerMinute)
 	}
 
-	root, binDir := testenv.Binaries(t)
+	cp := testenv.OwnControlPlane(t, exerciseGrace)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		Dir: t.TempDir(), BinDir: binDir, ModuleRoot: root, UnsafeNoFsync: true,
-		NodeMonitorGracePeriod: exerciseGrace,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs: %v", cp.LogFiles())
-		}
-		cp.Stop()
-	})
 	cfg, err := cp.AdminConfig()
 	if err != nil {
 		t.Fatal(err)

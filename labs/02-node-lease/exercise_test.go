@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/node"
@@ -48,22 +47,9 @@ func TestExercise(t *testing.T) {
 	if answer.LongLeaseUnknownWhileRenewing != "yes" && answer.LongLeaseUnknownWhileRenewing != "no" {
 		t.Fatalf(`answer.LongLeaseUnknownWhileRenewing is %q: predict first, "yes" or "no" (labs/02-node-lease/exercise_test.go)`, answer.LongLeaseUnknownWhileRenewing)
 	}
-	root, binDir := testenv.Binaries(t)
+	cp := testenv.OwnControlPlane(t, exerciseGrace)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		Dir: t.TempDir(), BinDir: binDir, ModuleRoot: root, UnsafeNoFsync: true,
-		NodeMonitorGracePeriod: exerciseGrace,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs: %v", cp.LogFiles())
-		}
-		cp.Stop()
-	})
 	t.Setenv("LABS_STATE_DIR", t.TempDir()) // the nodes' credentials
 	admin, err := cp.AdminClient()
 	if err != nil {

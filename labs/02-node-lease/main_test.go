@@ -32,24 +32,7 @@ const (
 )
 
 func ownControlPlane(t *testing.T) *controlplane.ControlPlane {
-	t.Helper()
-	root, binDir := testenv.Binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		Dir: t.TempDir(), BinDir: binDir, ModuleRoot: root, UnsafeNoFsync: true,
-		NodeMonitorGracePeriod: grace,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs: %v", cp.LogFiles())
-		}
-		cp.Stop()
-	})
-	return cp
+	return testenv.OwnControlPlane(t, grace)
 }
 
 // TestReadyUnknownReady: True → (heartbeats stop) → Unknown after about the
