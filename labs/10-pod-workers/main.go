@@ -33,6 +33,7 @@ import (
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labnode"
+	"kubelet-labs/internal/labrecord"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/10-pod-workers/teachloop"
 	"kubelet-labs/mycore/node"
@@ -134,8 +135,11 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 		log, summary = nil, out.Stamped
 	}
 	loop := teachloop.New(teachloop.Options{Client: client, Pods: kubepod.NewBasicPodManager(), Log: log, Summary: summary})
-	// Every step also goes to workers.log in the node's folder.
-	record, err := newWorkerRecord(filepath.Join(j.Dir, "workers.log"))
+	// Every step also goes to workers.log in the node's folder, for make
+	// check LAB=10: the workers live only in this process, and what the
+	// walk-through makes them do leaves no trace in the apiserver (the lab
+	// posts no status) nor in the runtime (the mock ends with the lab).
+	record, err := labrecord.Create(filepath.Join(j.Dir, "workers.log"))
 	if err != nil {
 		return err
 	}
@@ -143,7 +147,10 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	workers, err := podworkers.New(podworkers.Options{
 		Syncer: &teachloop.Syncer{CRI: rt.CRI, Control: rt.Mock.ControlSocketPath(), Log: log},
 		Cache:  cache, ResyncInterval: o.resync, BackOffPeriod: o.backOff,
-		OnEvent: func(e podworkers.Event) { loop.OnWorkerEvent(e); record.add(e) },
+		OnEvent: func(e podworkers.Event) {
+			loop.OnWorkerEvent(e)
+			record.Line("%s worker    %s", time.Now().Format("15:04:05.000"), e)
+		},
 	})
 	if err != nil {
 		return err

@@ -3,10 +3,11 @@ package plegview
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"kubelet-labs/internal/labrecord"
 )
 
 // RecordFile is where part 1 appends one line per run, in the lab's
@@ -24,10 +25,10 @@ func RecordPart1(dir string, m *Mock, sent [][]string, healthyAfterPause, health
 	}
 	line := fmt.Sprintf("%s part 1 on %s (%s): relist %s | Healthy() after the pause: %v, after the last relist: %v\n",
 		time.Now().Format(time.RFC3339), m.Describe(), m.Endpoint, strings.Join(relists, " | "), healthyAfterPause, healthyAtEnd)
-	f, err := os.OpenFile(filepath.Join(dir, RecordFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	r, err := labrecord.Append(filepath.Join(dir, RecordFile))
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(line)
-	return errors.Join(err, f.Close())
+	r.Line("%s", line)
+	return errors.Join(r.Err(), r.Close())
 }
