@@ -60,8 +60,13 @@ func TestEveryLabHasACheckAnExerciseTestAndASolution(t *testing.T) {
 			if err != nil || !regexp.MustCompile(`func `+exerciseTest+`\(t \*testing\.T\) \{\n\ttestenv\.Exercise\(t\)`).Match(test) {
 				t.Errorf("labs/%s/exercise_test.go: want func %s(t *testing.T) starting with testenv.Exercise(t) (%v)", folder, exerciseTest, err)
 			}
-			if _, err := os.Stat(filepath.Join(root, "solutions", folder+".patch")); err != nil {
+			// a lab's main.go changes; its solution must still apply, and
+			// this says so in seconds, not at the end of the solved run
+			patch := filepath.Join(root, "solutions", folder+".patch")
+			if _, err := os.Stat(patch); err != nil {
 				t.Errorf("no solution: %v", err)
+			} else if out, err := exec.Command("git", "-C", root, "apply", "--check", "--whitespace=nowarn", patch).CombinedOutput(); err != nil {
+				t.Errorf("solutions/%s.patch no longer applies to labs/%s (git apply --check: %v): remake it from a solved main.go\n%s", folder, folder, err, out)
 			}
 			for _, readme := range []string{"README.md", "README.zh-CN.md"} {
 				b, err := os.ReadFile(filepath.Join(root, "labs", folder, readme))
