@@ -148,6 +148,20 @@ func (e *env) controlPlaneCPU() time.Duration {
 	return sum
 }
 
+// controllerManagerCPU is the controller-manager's CPU time so far (0
+// with --kubeconfig).
+func (e *env) controllerManagerCPU() time.Duration {
+	if e.cp == nil {
+		return 0
+	}
+	if pid, ok := e.cp.Pids()["kube-controller-manager"]; ok {
+		if t, err := cpuTime(pid); err == nil {
+			return t
+		}
+	}
+	return 0
+}
+
 func machine() string {
 	model := ""
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {

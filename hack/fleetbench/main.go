@@ -6,6 +6,10 @@
 //	go run ./hack/fleetbench                        # 1,000 nodes, 10,000 pods
 //	go run ./hack/fleetbench --nodes 50 --pods 500  # a quick one
 //
+// Each tool runs --rounds times (3), in alternating order, and the table
+// shows medians with the spread; the machine's load is measured before
+// and during each tool, and a busy machine is refused (see load.go).
+//
 // Fleet mode runs twice: as the nodes (each request impersonates
 // system:node:NAME, so the Node authorizer checks it and priority and
 // fairness queues it as a kubelet's), and as the admin, as KWOK does
@@ -29,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +53,14 @@ type options struct {
 	out        string
 	noFsync    bool
 	fleetFlags string
+	// rounds of every tool, in alternating order; the table shows medians
+	rounds int
+	// a machine whose 1-minute load is above maxLoad per core is busy:
+	// refused at the start (unless allowBusy), waited for (up to
+	// quietWait) before each tool, and flagged in the table
+	maxLoad   float64
+	allowBusy bool
+	quietWait time.Duration
 	// cp, in tests, is the control plane to run on (not stopped at the end).
 	cp *controlplane.ControlPlane
 	// dir, in tests, replaces the state folder's bench-18/ (logs, the
@@ -68,6 +81,10 @@ func main() {
 	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-18/result.txt in the state folder)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of a private control plane started for the run (its other pods and nodes then share the apiserver)")
 	fs.StringVar(&o.fleetFlags, "fleet-flags", "", "more flags for the fleet, space-separated (e.g. \"--relist-period=2s --pprof-addr=127.0.0.1:6060\")")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of every tool; each round runs them in another order (kwok,fleet; fleet,kwok; ...), and the table shows the median of the rounds with the lowest and highest")
+	fs.Float64Var(&o.maxLoad, "max-load", 1, "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each tool")
+	fs.BoolVar(&o.allowBusy, "allow-busy", false, "run on a busy machine anyway; the table then says so at its top")
+	fs.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each tool, wait this long at most for the load to fall under --max-load (the tool before leaves it high for a minute or two)")
 	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "private control plane: etcd skips fsync (faster on slow disks; lab 00 keeps fsync)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -92,6 +109,10 @@ func (o options) check() error {
 		return errors.New("--qps must be positive and --burst at least 1")
 	case o.timeout <= 0:
 		return errors.New("--timeout must be positive")
+	case o.rounds < 1 || o.rounds > 20:
+		return fmt.Errorf("--rounds %d: must be 1 to 20", o.rounds)
+	case o.maxLoad <= 0:
+		return fmt.Errorf("--max-load %g: must be positive", o.maxLoad)
 	}
 	for _, t := range strings.Split(o.tools, ",") {
 		if t != "kwok" && t != "fleet" && t != "fleet-shared" {
@@ -107,6 +128,9 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 		return nil, err
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(w, time.Now().Format("15:04:05")+" "+f+"\n", a...) }
+	if err := checkQuiet(o); err != nil {
+		return nil, err
+	}
 	env, err := setup(ctx, o, logf)
 	if err != nil {
 		return nil, err
@@ -114,21 +138,35 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	defer env.close()
 
 	// A tool that fails (a timeout, an early exit) is named under the
-	// table; the others still get their column.
+	// table; the others still get their column. Round r starts with the
+	// r-th tool, so none always runs first (on a fresh control plane) or
+	// always right after another (in its load).
+	tools := strings.Split(o.tools, ",")
 	var results []*result
 	var failed []string
-	for _, t := range strings.Split(o.tools, ",") {
-		r, err := env.runTool(ctx, t, logf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return results, fmt.Errorf("%s: %w", t, err)
-			}
-			first, _, _ := strings.Cut(err.Error(), "\n")
-			logf("%s FAILED: %v", t, err)
-			failed = append(failed, t+": "+first)
-			continue
+	for round := range o.rounds {
+		order := roundOrder(tools, round)
+		if o.rounds > 1 {
+			logf("round %d of %d: %s", round+1, o.rounds, strings.Join(order, ", "))
 		}
-		results = append(results, r)
+		for _, t := range order {
+			load, busy := waitQuiet(ctx, o, logf)
+			r, err := env.runTool(ctx, t, logf)
+			if err != nil {
+				if ctx.Err() != nil {
+					return results, fmt.Errorf("%s: %w", t, err)
+				}
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				logf("%s FAILED: %v", t, err)
+				if o.rounds > 1 {
+					first = fmt.Sprintf("round %d: %s", round+1, first)
+				}
+				failed = append(failed, t+": "+first)
+				continue
+			}
+			r.round, r.loadBefore, r.busy = round, load, busy
+			results = append(results, r)
+		}
 	}
 
 	table := formatTable(o, env, results, failed)
@@ -151,6 +189,12 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	}
 	fmt.Fprintf(w, "\nwritten to %s (and %s)\n", out, stamped)
 	return results, failure(failed)
+}
+
+// roundOrder is the tools' order in a round: round r starts with the r-th.
+func roundOrder(tools []string, round int) []string {
+	k := round % len(tools)
+	return append(slices.Clone(tools[k:]), tools[:k]...)
 }
 
 // failure is the error of a run in which some tools failed.

@@ -25,27 +25,59 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	if o.fleetFlags != "" {
 		fmt.Fprintf(&b, "fleet flags: %s\n", o.fleetFlags)
 	}
+	groups := byTool(results)
+	rounds := 1
+	for _, g := range groups {
+		rounds = max(rounds, len(g.runs))
+	}
+	if rounds > 1 {
+		fmt.Fprintf(&b, "%d rounds, each in another order (round 1: %s, …); a cell is the median of the rounds, in brackets the lowest and highest\n",
+			rounds, o.tools)
+	}
+	var busy []string
+	for _, r := range results {
+		if r.busy {
+			busy = append(busy, fmt.Sprintf("%s in round %d started at load %.2f", r.tool, r.round+1, r.loadBefore))
+		}
+	}
+	warning := ""
+	if len(busy) > 0 {
+		warning = fmt.Sprintf("WARNING: A BUSY MACHINE (1-minute load above %g per core, %.2f here): %s. Other work skews the comparison; run it again on a quiet machine.\n",
+			o.maxLoad, o.busyThreshold(), strings.Join(busy, "; "))
+		b.WriteString(warning)
+	}
 	b.WriteString("\n")
 
 	name := map[string]string{"kwok": "KWOK v0.7.0", "fleet": "ours, as nodes", "fleet-shared": "ours, as admin"}
 	rows := [][]string{{""}}
-	for _, r := range results {
-		rows[0] = append(rows[0], name[r.tool])
+	med := make([]*result, len(groups))
+	for i, g := range groups {
+		rows[0] = append(rows[0], name[g.tool])
+		med[i] = medianOf(g.runs)
 	}
-	add := func(label string, f func(*result) string) {
+	// add is a row of the medians; with value and format, each cell also
+	// gets the spread of the rounds.
+	add := func(label string, f func(*result) string, spreadOf ...func(*result) float64) {
 		row := []string{label}
-		for _, r := range results {
-			row = append(row, f(r))
+		for i, m := range med {
+			cell := f(m)
+			if len(spreadOf) > 0 {
+				cell += spread(groups[i].runs, spreadOf[0], func(v float64) string { return fmt.Sprintf("%.3g", v) })
+			}
+			row = append(row, cell)
 		}
 		rows = append(rows, row)
 	}
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-	add(fmt.Sprintf("%d nodes → all Ready with a Lease", o.nodes), func(r *result) string { return sec(r.nodesReady) })
-	add("pod create → Running, p50", func(r *result) string { return ms(r.p50) })
-	add("pod create → Running, p99", func(r *result) string { return ms(r.p99) })
-	add(fmt.Sprintf("%d pods → all Running", o.pods), func(r *result) string { return sec(r.allRunning) })
+	secs := func(f func(*result) time.Duration) func(*result) float64 {
+		return func(r *result) float64 { return f(r).Seconds() }
+	}
+	add(fmt.Sprintf("%d nodes → all Ready with a Lease", o.nodes), func(r *result) string { return sec(r.nodesReady) }, secs(func(r *result) time.Duration { return r.nodesReady }))
+	add("pod create → Running, p50", func(r *result) string { return ms(r.p50) }, secs(func(r *result) time.Duration { return r.p50 }))
+	add("pod create → Running, p99", func(r *result) string { return ms(r.p99) }, secs(func(r *result) time.Duration { return r.p99 }))
+	add(fmt.Sprintf("%d pods → all Running", o.pods), func(r *result) string { return sec(r.allRunning) }, secs(func(r *result) time.Duration { return r.allRunning }))
 	add("pods Running per second", func(r *result) string { return fmt.Sprintf("%.0f", r.perSecond) })
-	add(fmt.Sprintf("delete %d pods → all gone", o.pods), func(r *result) string { return sec(r.deleteAll) })
+	add(fmt.Sprintf("delete %d pods → all gone", o.pods), func(r *result) string { return sec(r.deleteAll) }, secs(func(r *result) time.Duration { return r.deleteAll }))
 	// With the controller-manager's own count, its requests are taken
 	// out of the apiserver's and shown on their own row.
 	by := "the tool and the controller-manager"
@@ -62,6 +94,8 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 		return fmt.Sprint(r.ownTimeouts)
 	})
 	add("API requests by "+by, func(r *result) string { return own(r.apiCalls, r.ownCalls >= 0, r.ownCalls) })
+	add("API requests per pod (create and delete)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.apiCalls)/float64(o.pods)) },
+		func(r *result) float64 { return float64(r.apiCalls) / float64(o.pods) })
 	if by == "the tool" {
 		add("controller-manager meanwhile: requests (409s)", func(r *result) string {
 			return fmt.Sprintf("%d (%d)", r.cmCalls, r.cmWasted.Conflicts)
@@ -70,7 +104,7 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	add("nodes that stopped being Ready (times)", func(r *result) string {
 		return fmt.Sprintf("%d (%d)", r.nodesLostReady, r.lostReady)
 	})
-	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MiB", r.peakRSS>>20) })
+	add("peak RSS", func(r *result) string { return fmt.Sprintf("%d MiB", r.peakRSS>>20) }, func(r *result) float64 { return float64(r.peakRSS >> 20) })
 	add("CPU time (avg cores over its run)", func(r *result) string {
 		if r.wall <= 0 {
 			return fmt.Sprintf("%.1f s", r.cpu.Seconds())
@@ -80,6 +114,9 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	if e.cp != nil {
 		add("kube-apiserver + etcd CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.cpCPU.Seconds()) })
 	}
+	add("machine load (1 min) at the start", func(r *result) string { return loadCell(r.loadBefore, r.busy) }, func(r *result) float64 { return r.loadBefore })
+	add("machine load in the run: mean / peak", func(r *result) string { return fmt.Sprintf("%.2f / %.2f", r.loadMean, r.loadPeak) })
+	add("other processes' CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.othersCPU.Seconds()) }, secs(func(r *result) time.Duration { return r.othersCPU }))
 	if len(results) == 0 {
 		rows = rows[:1]
 	}
@@ -103,6 +140,9 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	for _, f := range failed {
 		fmt.Fprintf(&b, "\nFAILED (no column): %s\n", f)
 	}
+	if warning != "" {
+		b.WriteString("\n" + warning)
+	}
 	b.WriteString(`
 How: each tool runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc).
 KWOK's nodes are created by the benchmark (KWOK makes them Ready); the fleet registers its own.
@@ -112,9 +152,24 @@ Requests are counted by the apiserver (apiserver_request_total, before/after, mi
 benchmark's own and the controller-manager's, which it counts itself: rest_client_requests_total);
 in parentheses, the fleet's own count of its requests. A node "stopped being Ready" when its
 Ready condition left True after all were Ready (heartbeats late: the node lifecycle controller
-marks it Unknown), until the last pod was gone.
+marks it Unknown), until the last pod was gone. Load: /proc/loadavg's 1-minute average when the
+tool started (after waiting up to --quiet-wait for it to fall under --max-load per core; "busy" if
+it did not), and sampled every 5 s in the run; other processes' CPU = the machine's CPU time in the
+run (/proc/stat) less the tool's, the control plane's and the benchmark's own.
 `)
 	return b.String()
+}
+
+// loadCell is a load, or "?" where /proc/loadavg could not be read, and
+// "busy" when the run started above the threshold.
+func loadCell(load float64, busy bool) string {
+	switch {
+	case load < 0:
+		return "?"
+	case busy:
+		return fmt.Sprintf("%.2f busy", load)
+	}
+	return fmt.Sprintf("%.2f", load)
 }
 
 // own is "n", or "n (mine)" when the tool counted its own.

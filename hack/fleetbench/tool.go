@@ -46,6 +46,16 @@ type result struct {
 	cpu       time.Duration
 	wall      time.Duration
 	cpCPU     time.Duration // kube-apiserver + etcd during the run
+	// How busy the machine was (load.go): the 1-minute load when the tool
+	// started, its mean and peak during the run, whether it started above
+	// the threshold, and the CPU time of every other process in the run
+	// (the machine's, less the tool's, the control plane's and the
+	// benchmark's own).
+	round                  int
+	loadBefore             float64
+	loadMean, loadPeak     float64
+	busy                   bool
+	othersCPU, machineBusy time.Duration
 }
 
 // runTool is one tool's whole run: start it, nodes, pods, delete, stop,
@@ -93,8 +103,10 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	if err != nil {
 		return nil, err
 	}
-	cp0 := e.controlPlaneCPU()
+	cp0, cm0CPU := e.controlPlaneCPU(), e.controllerManagerCPU()
 	start := time.Now()
+	lw := watchLoad()
+	defer lw.end()
 
 	// Watch the nodes from before they exist to the end of the pods.
 	nodes := d.watchNodes(ctx, names, selector)
@@ -168,6 +180,9 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	r.wall = time.Since(start)
 	c.stop(30 * time.Second)
 	r.cpCPU = e.controlPlaneCPU() - cp0
+	var self time.Duration
+	r.loadMean, r.loadPeak, r.machineBusy, self = lw.end()
+	r.othersCPU = max(0, r.machineBusy-r.cpu-r.cpCPU-(e.controllerManagerCPU()-cm0CPU)-self)
 
 	api1, err := requestTotals(ctx, e.admin)
 	if err != nil {
