@@ -105,6 +105,11 @@ type Options struct {
 	ContainerLogMaxSize         int64
 	ContainerLogMaxFiles        int
 	ContainerLogMonitorInterval time.Duration
+	// StatusReadLastWrite: each status post is one PATCH from the pod as
+	// the apiserver last returned it, not a GET then a PATCH as upstream's
+	// status manager does (status.Options.ReadLastWrite says why nothing
+	// is lost). Fleet mode sets it; a single node keeps upstream's way.
+	StatusReadLastWrite bool
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -205,7 +210,7 @@ func New(o Options) (*Kubelet, error) {
 	}
 	k.workers = w
 	k.Handlers = podworkers.Handlers{Pods: k.pods, Workers: w}
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log, Mirrors: k.pods})
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and

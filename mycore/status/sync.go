@@ -56,8 +56,10 @@ func (m *Manager) Sync(ctx context.Context, all bool) int {
 			jobs = append(jobs, job{uid, statusUID, st})
 		case m.needsReconcile(uid, st):
 			// Someone else changed the status in the apiserver: the
-			// kubelet is the source of truth, post ours again (:1119-1128).
+			// kubelet is the source of truth, post ours again (:1119-1128),
+			// on the pod as it is now.
 			delete(m.apiVersions, statusUID)
+			delete(m.lastWrite, statusUID)
 			jobs = append(jobs, job{uid, statusUID, st})
 		}
 	}
@@ -65,6 +67,11 @@ func (m *Manager) Sync(ctx context.Context, all bool) int {
 		for uid := range m.apiVersions { // forget versions of forgotten pods and mirror pods
 			if !live[uid] {
 				delete(m.apiVersions, uid)
+			}
+		}
+		for uid := range m.lastWrite {
+			if !live[uid] {
+				delete(m.lastWrite, uid)
 			}
 		}
 	}
@@ -87,7 +94,7 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 	if statusUID != uid {
 		name += " (mirror pod of the static pod)"
 	}
-	pod, err := m.client.CoreV1().Pods(st.pod.Namespace).Get(ctx, st.pod.Name, metav1.GetOptions{})
+	pod, err := m.readPod(ctx, statusUID, st)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Gone: RemoveOrphanedStatuses will forget it (a mirror pod: the
@@ -125,8 +132,12 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 	// controller adding a condition) is never a conflict.
 	newPod, _, unchanged, err := statusutil.PatchPodStatus(ctx, m.client, pod.Namespace, pod.Name, pod.UID, pod.Status, merged)
 	if err != nil {
+		delete(m.lastWrite, statusUID) // the next try reads the pod anew
 		m.logf("status  %s: patch failed (retried at the next sync): %v", name, err)
 		return
+	}
+	if m.o.ReadLastWrite && !unchanged {
+		m.lastWrite[statusUID] = newPod
 	}
 	switch {
 	case !unchanged:
@@ -158,7 +169,32 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 		return
 	}
 	m.logf("status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID)
+	delete(m.lastWrite, statusUID)
 	m.deleteStatus(uid)
+}
+
+// readPod is the pod a post starts from: by default a GET, as upstream's
+// syncPod (:1160); with Options.ReadLastWrite, the apiserver's reply to
+// this manager's last PATCH, or for the first post the pod it was given
+// (its status as the pod informer delivered it, before any write of
+// ours). A static pod's mirror pod, a copy that shows no deletion while
+// the pod given does (the deletion came after the last write), and a pod
+// after a failed post are read with a GET. Call with syncMu held.
+func (m *Manager) readPod(ctx context.Context, statusUID types.UID, st versioned) (*v1.Pod, error) {
+	if m.o.ReadLastWrite && !kubetypes.IsStaticPod(st.pod) {
+		pod, ok := m.lastWrite[statusUID]
+		if !ok && st.pod.UID == statusUID && st.pod.ResourceVersion != "" {
+			pod, ok = st.pod, true
+		}
+		if ok && (pod.DeletionTimestamp != nil || st.pod.DeletionTimestamp == nil) {
+			return pod, nil
+		}
+	}
+	pod, err := m.client.CoreV1().Pods(st.pod.Namespace).Get(ctx, st.pod.Name, metav1.GetOptions{})
+	if err != nil {
+		delete(m.lastWrite, statusUID)
+	}
+	return pod, err
 }
 
 // translate is TranslatePodUID (:1170): the static pod's UID for a mirror
