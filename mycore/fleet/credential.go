@@ -35,6 +35,18 @@ const IdentityUser = "kubelet-labs:fleet"
 // IdentityUser to it) that lets a fleet with this prefix act as its nodes.
 func IdentityRole(prefix string) string { return IdentityUser + ":" + prefix }
 
+// ShardRole is the ClusterRole of one shard of a fleet (IdentityRole
+// without shards): each shard writes its own, with its own nodes' names,
+// so shards starting at once never overwrite each other's. They share the
+// user IdentityUser, which so may act as the nodes of every shard — one
+// fleet, one identity.
+func ShardRole(prefix string, shard, shards int) string {
+	if shards == 0 {
+		return IdentityRole(prefix)
+	}
+	return fmt.Sprintf("%s:shard-%d-of-%d", IdentityRole(prefix), shard, shards)
+}
+
 // identityRules are all IdentityUser may do for a fleet of these nodes:
 //
 //   - list and watch pods and nodes, cluster-wide: the shared informers
@@ -79,7 +91,7 @@ func identityRules(names []string) []rbacv1.PolicyRule {
 
 // ensureIdentity uses admin once, at start, to make the fleet its own,
 // narrow credential, and returns that credential: it creates (or puts
-// right) ClusterRole IdentityRole(prefix) with identityRules(names) and
+// right) ClusterRole name (IdentityRole or ShardRole) with identityRules(names) and
 // its binding to IdentityUser, then issues a client certificate for
 // IdentityUser through a CSR to the kubernetes.io/kube-apiserver-client
 // signer, approved with admin (as `kubectl certificate approve`). The
@@ -88,15 +100,15 @@ func identityRules(names []string) []rbacv1.PolicyRule {
 // are the binding's (delete the binding, and it may do nothing). It has
 // the signer's default lifetime (the controller-manager's
 // --cluster-signing-duration, a year by default), so a fleet that runs
-// for days needs no renewal. One role per prefix: two fleets with
-// different prefixes on one cluster do not take each other's nodes away.
-func ensureIdentity(ctx context.Context, admin *rest.Config, prefix string, names []string) (*rest.Config, error) {
+// for days needs no renewal. One role per prefix (and shard): two fleets
+// with different prefixes on one cluster do not take each other's nodes
+// away.
+func ensureIdentity(ctx context.Context, admin *rest.Config, name string, names []string) (*rest.Config, error) {
 	client, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return nil, err
 	}
 	labels := map[string]string{"app.kubernetes.io/part-of": "kubelet-labs"}
-	name := IdentityRole(prefix)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: identityRules(names)}
 	roles := client.RbacV1().ClusterRoles()
 	if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {

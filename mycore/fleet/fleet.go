@@ -59,6 +59,12 @@ type Options struct {
 	// Nodes is how many nodes run; they are named Prefix-0000, Prefix-0001…
 	Nodes  int
 	Prefix string
+	// Shard and Shards split one fleet over several processes (machines,
+	// pods of a management cluster): shard i of N runs nodes i×Nodes to
+	// (i+1)×Nodes−1, so every shard names other nodes, gets their pods
+	// only, and a shard that restarts takes back the same nodes. Every
+	// shard must run with the same Nodes. Shards 0: one process, no shards.
+	Shard, Shards int
 	// QPS and Burst limit the shared client that pods and registration use
 	// (a negative QPS: no client-side limit). Leases and node status go
 	// through the same connection without a limit, as the kubelet's
@@ -100,6 +106,7 @@ type Options struct {
 type Fleet struct {
 	o       Options
 	names   []string
+	first   int // the number of the first node: Shard×Nodes
 	members []*member
 	ready   chan struct{}
 	ran     bool
@@ -116,6 +123,9 @@ func New(o Options) (*Fleet, error) {
 	}
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return nil, fmt.Errorf("fleet: %d nodes: must be 1 to %d", o.Nodes, MaxNodes)
+	}
+	if err := CheckShard(o.Shard, o.Shards, o.Nodes); err != nil {
+		return nil, err
 	}
 	if o.Dir == "" {
 		return nil, errors.New("fleet: Options.Dir is required (pod logs go there)")
@@ -145,10 +155,24 @@ func New(o Options) (*Fleet, error) {
 	if f.log == nil {
 		f.log = func(string, ...any) {}
 	}
+	f.first = o.Shard * o.Nodes
 	for i := range o.Nodes {
-		f.names = append(f.names, NodeName(o.Prefix, i))
+		f.names = append(f.names, NodeName(o.Prefix, f.first+i))
 	}
 	return f, nil
+}
+
+// CheckShard: shard i of N, every shard's nodes numbered within MaxNodes.
+func CheckShard(shard, shards, nodes int) error {
+	switch {
+	case shards == 0 && shard == 0:
+		return nil
+	case shards < 1 || shard < 0 || shard >= shards:
+		return fmt.Errorf("fleet: shard %d of %d: want 0 ≤ shard < shards", shard, shards)
+	case shards*nodes > MaxNodes:
+		return fmt.Errorf("fleet: %d shards of %d nodes: more than %d nodes in all (names have four digits)", shards, nodes, MaxNodes)
+	}
+	return nil
 }
 
 // NodeName is the name of node i of a fleet: prefix-0000, prefix-0001…
@@ -185,10 +209,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 	if !o.SharedIdentity {
 		// The kubeconfig's credential is used here and nowhere else.
 		var err error
-		if cred, err = ensureIdentity(ctx, o.Config, o.Prefix, f.names); err != nil {
+		role := ShardRole(o.Prefix, o.Shard, o.Shards)
+		if cred, err = ensureIdentity(ctx, o.Config, role, f.names); err != nil {
 			return err
 		}
-		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), IdentityRole(o.Prefix))
+		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), role)
 	}
 	client, heartbeat, err := f.clients(cred)
 	if err != nil {
@@ -236,7 +261,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
 	for i, name := range f.names {
-		m, err := newMember(f, i, name, client, updates[name])
+		m, err := newMember(f, f.first+i, name, client, updates[name])
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +45,7 @@ type Options struct {
 	RelistPeriod time.Duration
 
 	Nodes        int
+	shard        string
 	prefix       string
 	qps          float64
 	burst        int
@@ -61,6 +64,7 @@ type Options struct {
 // fleet mode reads.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
+	fs.StringVar(&o.shard, "shard", "", "run shard I of N of one fleet, as I/N (e.g. 0/3): this process runs nodes I×NODES to (I+1)×NODES−1 and their pods; every shard gets the same --nodes and --node-prefix, and a shard restarted with the same I takes its nodes back")
 	fs.StringVar(&o.prefix, "node-prefix", fleet.DefaultPrefix, "fleet node names are PREFIX-0000, PREFIX-0001, …")
 	fs.Float64Var(&o.qps, "kube-api-qps", -1, "client-side rate limit of the fleet's shared client for pods and registration; negative: none (KWOK v0.7.0 has none either). Leases and node status are never limited")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "burst of that rate limit (with --kube-api-qps > 0)")
@@ -95,6 +99,13 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	}
 	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
 		return fmt.Errorf("--node-prefix %q: %w", o.prefix, err)
+	}
+	shard, shards, err := ParseShard(o.shard)
+	if err == nil {
+		err = fleet.CheckShard(shard, shards, o.Nodes)
+	}
+	if err != nil {
+		return err
 	}
 	gcPercent, memLimit, gcWhy, err := o.gcSettings()
 	if err != nil {
@@ -133,7 +144,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 
 	calls := fleet.NewCalls()
 	fo := fleet.Options{
-		Config: cfg, Nodes: o.Nodes, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
+		Config: cfg, Nodes: o.Nodes, Shard: shard, Shards: shards, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
 		SharedIdentity: o.sharedID, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
 	}
@@ -153,7 +164,12 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if o.qps > 0 {
 		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
 	}
-	out.Printf("fleet mode: %d nodes (%s … %s) in this process, each with its own kubelet, PLEG (relist %s) and mock runtime", o.Nodes, fleet.NodeName(o.prefix, 0), fleet.NodeName(o.prefix, o.Nodes-1), o.RelistPeriod)
+	names := f.Names()
+	ofShards := ""
+	if shards > 0 {
+		ofShards = fmt.Sprintf(", shard %d of %d (the others run nodes of their own)", shard, shards)
+	}
+	out.Printf("fleet mode: %d nodes (%s … %s) in this process%s, each with its own kubelet, PLEG (relist %s) and mock runtime", o.Nodes, names[0], names[len(names)-1], ofShards, o.RelistPeriod)
 	out.Printf("memory: %s", gcWhy)
 	who := "each node impersonates system:node:NAME (checked and queued by the apiserver as a kubelet)"
 	if o.sharedID {
@@ -162,7 +178,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	out.Printf("one credential and one connection to %s for all: %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
 	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
 	out.Printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
-	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", fleet.NodeName(o.prefix, 0))
+	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", names[0])
 
 	// Every node's lease controller logs through its context: give the
 	// fleet a logger that goes quiet once we stop, or a thousand nodes log
@@ -225,6 +241,20 @@ loop:
 		}
 	}
 	return runErr
+}
+
+// ParseShard reads --shard I/N: "" is no shards (0, 0).
+func ParseShard(s string) (shard, shards int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	i, n, ok := strings.Cut(s, "/")
+	shard, err1 := strconv.Atoi(i)
+	shards, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || shards < 1 || shards > 100 || shard < 0 || shard >= shards {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 ≤ I < N ≤ 100, e.g. 0/3", s)
+	}
+	return shard, shards, nil
 }
 
 // gcSettings are the garbage collector's settings in fleet mode (0: leave

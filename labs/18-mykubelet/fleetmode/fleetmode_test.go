@@ -218,6 +218,9 @@ func TestFleetBadInput(t *testing.T) {
 		{"zero relist", func(o *Options) { o.RelistPeriod = 0 }, "--relist-period"},
 		{"tiny memory limit", func(o *Options) { o.memoryLimit = "1Mi" }, "--memory-limit"},
 		{"profiler off loopback", func(o *Options) { o.pprofAddr = "0.0.0.0:6060" }, "only a loopback address"},
+		{"shard out of range", func(o *Options) { o.shard = "3/3" }, `--shard "3/3": want I/N`},
+		{"shard not a fraction", func(o *Options) { o.shard = "1" }, `--shard "1"`},
+		{"shards over the names", func(o *Options) { o.Nodes, o.shard = 5000, "2/3" }, "3 shards of 5000 nodes: more than 10000"},
 		{"no cluster", func(o *Options) {}, "nope.kubeconfig"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
