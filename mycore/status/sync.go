@@ -177,17 +177,22 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 // syncPod (:1160); with Options.ReadLastWrite, the apiserver's reply to
 // this manager's last PATCH, or for the first post the pod it was given
 // (its status as the pod informer delivered it, before any write of
-// ours). A static pod's mirror pod, a copy that shows no deletion while
-// the pod given does (the deletion came after the last write), and a pod
-// after a failed post are read with a GET. Call with syncMu held.
+// ours). A deletion that came after the last write is taken from the pod
+// given: its deletionTimestamp is set once and never unset, and the
+// informer delivered it. A static pod's mirror pod and a pod after a
+// failed post are read with a GET. Call with syncMu held.
 func (m *Manager) readPod(ctx context.Context, statusUID types.UID, st versioned) (*v1.Pod, error) {
-	if m.o.ReadLastWrite && !kubetypes.IsStaticPod(st.pod) {
-		pod, ok := m.lastWrite[statusUID]
-		if !ok && st.pod.UID == statusUID && st.pod.ResourceVersion != "" {
-			pod, ok = st.pod, true
-		}
-		if ok && (pod.DeletionTimestamp != nil || st.pod.DeletionTimestamp == nil) {
+	if m.o.ReadLastWrite && !kubetypes.IsStaticPod(st.pod) && st.pod.UID == statusUID {
+		if pod, ok := m.lastWrite[statusUID]; ok {
+			if pod.DeletionTimestamp == nil && st.pod.DeletionTimestamp != nil {
+				marked := *pod
+				marked.DeletionTimestamp, marked.DeletionGracePeriodSeconds = st.pod.DeletionTimestamp, st.pod.DeletionGracePeriodSeconds
+				pod = &marked
+			}
 			return pod, nil
+		}
+		if st.pod.ResourceVersion != "" {
+			return st.pod, nil
 		}
 	}
 	pod, err := m.client.CoreV1().Pods(st.pod.Namespace).Get(ctx, st.pod.Name, metav1.GetOptions{})
