@@ -57,6 +57,15 @@ clean:
 ## KVM cannot run it), and run the READMEs of labs 00-05, 11 and 12 inside
 ## it (11-12 on containerd 2.2 started there with sudo); then stop and delete
 ## the VM. As root, on Linux x86_64; about an hour under TCG. hack/vmtest/run.sh
+## fleet-image: build lab 18 as an offline container image for fleet mode
+## in shards (scripts/build-fleet-image.sh, into the state folder's images/)
+## and test it (TestFleetImage: static binary, containerd's image name; not
+## in make test: a build without cgo takes minutes when cold)
+.PHONY: fleet-image
+fleet-image:
+	scripts/build-fleet-image.sh
+	LABS_FLEET_IMAGE_TEST=1 go test -count=1 -timeout 30m -run '^TestFleetImage$$' ./labs/18-mykubelet/fleetmode/
+
 .PHONY: vm-test
 vm-test:
 	hack/vmtest/run.sh
