@@ -166,7 +166,7 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 }
 
 func (k *Kubelet) nodeInfo() kuberuntime.PodIPs {
-	n := kuberuntime.PodIPs{NodeName: k.o.NodeName}
+	n := kuberuntime.PodIPs{NodeName: k.o.NodeName, HostIPs: k.o.HostIPs}
 	if len(k.o.HostIPs) > 0 {
 		n.HostIP = k.o.HostIPs[0]
 	}

@@ -169,7 +169,7 @@ func containerSpec(cs []v1.Container, name string) *v1.Container {
 // pod IPs from the sandbox, QoS class, container statuses.
 func convertStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, hostIPs []string) v1.PodStatus {
 	var s v1.PodStatus
-	for _, ip := range sortPodIPs(rs.IPs, hostIPs) {
+	for _, ip := range SortPodIPs(rs.IPs, hostIPs) {
 		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 	}
 	if len(s.PodIPs) > 0 {
@@ -191,9 +191,9 @@ func convertStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, h
 	return s
 }
 
-// sortPodIPs (kubelet_pods.go:2051-2081): the first IP of the node's
+// SortPodIPs (kubelet_pods.go:2051-2081): the first IP of the node's
 // family, then the first of the other family.
-func sortPodIPs(ips, hostIPs []string) []string {
+func SortPodIPs(ips, hostIPs []string) []string {
 	v4First := true
 	if len(hostIPs) > 0 {
 		if ip := net.ParseIP(hostIPs[0]); ip != nil && ip.To4() == nil {
