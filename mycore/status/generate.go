@@ -43,8 +43,8 @@ type GenerateOptions struct {
 // pod.Status). podIsTerminal says the pod will not run again, so exited
 // containers make it Succeeded or Failed whatever its restart policy.
 //
-// Left out from upstream: resources and allocated resources (in-place
-// resize), the user and stop signal of containers, image volumes, the
+// Left out from upstream: in-place resize (the spec is the allocation,
+// resources.go), the user and stop signal of containers, image volumes, the
 // reason cache (a container that failed to start shows Waiting with the
 // error; callers that keep reasons set them afterwards), evictions.
 func Generate(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, podIsTerminal bool, o GenerateOptions) v1.PodStatus {
@@ -188,6 +188,7 @@ func convertStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, h
 		eph = append(eph, v1.Container(e.EphemeralContainerCommon))
 	}
 	s.EphemeralContainerStatuses = convertContainers(pod, rs, old.EphemeralContainerStatuses, eph, hasInit, false, restarting)
+	podResources(pod, &s) // resources.go
 	return s
 }
 
@@ -292,6 +293,9 @@ func convertContainers(pod *v1.Pod, rs *kubecontainer.PodStatus, previous []v1.C
 			oldPtr = &o
 		}
 		st := convertContainer(cs, oldPtr, restarting)
+		if spec := containerSpec(containers, cs.Name); spec != nil {
+			containerResources(spec, st, cs, oldPtr) // resources.go
+		}
 		st.VolumeMounts = statuses[cs.Name].VolumeMounts
 		if oldPtr != nil && oldPtr.VolumeMounts != nil {
 			st.VolumeMounts = oldPtr.VolumeMounts // immutable
