@@ -207,10 +207,10 @@ func containerEnv(pod *v1.Pod, c *v1.Container, ips PodIPs, src *EnvSources) ([]
 			case from.SecretKeyRef != nil:
 				val, skip, err = secretKeyValue(from.SecretKeyRef, pod.Namespace, getSecret)
 			case from.FileKeyRef != nil:
-				err = errors.New("fileKeyRef (env from a file of a volume) is not supported on this node")
+				err = fmt.Errorf("container %s env %s: fileKeyRef (env from a file of a volume) is not supported on this node", c.Name, e.Name)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("container %s env %s: %w", c.Name, e.Name, err)
+				return nil, err // as upstream: the apiserver's message, e.g. configmaps "x" not found
 			}
 			if skip {
 				continue

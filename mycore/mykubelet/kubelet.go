@@ -111,7 +111,7 @@ type Options struct {
 type Kubelet struct {
 	// The config handlers (HandlePodAdditions ... HandlePodSyncs) are
 	// podworkers.Handlers': each update into the pod manager, then to the
-	// pod's worker. Admission is left out: every pod is admitted.
+	// pod's worker. HandlePodAdditions is ours (admit.go): the OS admission.
 	podworkers.Handlers
 
 	o        Options
