@@ -23,7 +23,7 @@ import (
 // nothing), no MemoryQoS (alpha, off):
 //
 //   - cpu shares from the CPU request (the limit if only a limit is set;
-//     2 without either), cpu quota from the CPU limit (-1: none);
+//     2 without either), cpu quota from the CPU limit (0: none);
 //   - memory limit from the memory limit (0: none);
 //   - pod-level limits (PodLevelResources) where the container sets none;
 //   - oom_score_adj by the pod's QoS class (pkg/kubelet/qos);
