@@ -63,8 +63,10 @@ func envManager() *kuberuntime.Manager {
 			svc("ns", "headless", "None", 80), // no variables: no cluster IP
 			svc("other", "db", "10.0.0.7", 5432),
 		},
-		ServicesSynced:  func() bool { return true },
-		NodeAllocatable: func() (v1.ResourceList, error) { return v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}, nil },
+		ServicesSynced: func() bool { return true },
+		NodeAllocatable: func() (v1.ResourceList, error) {
+			return v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}, nil
+		},
 	}})
 }
 
