@@ -17,6 +17,11 @@ import (
 // services is the kubelet's service informer (kubelet.go:497-513): the
 // node may list and watch every service (the Node authorizer allows it),
 // for the service variables of each container's environment.
+//
+// Not in fleet mode (Options.Updates set): a thousand nodes would each
+// watch every service, and the fleet's shared user may list only pods and
+// nodes. Those nodes give pods no service variables, as a kubelet without
+// an apiserver (kl.serviceLister == nil, kubelet_pods.go:694-697).
 type services struct {
 	factory informers.SharedInformerFactory
 	lister  corelisters.ServiceLister
@@ -24,6 +29,9 @@ type services struct {
 }
 
 func newServices(k *Kubelet) *services {
+	if k.o.Updates != nil {
+		return &services{}
+	}
 	f := informers.NewSharedInformerFactory(k.o.Client, 0)
 	inf := f.Core().V1().Services()
 	return &services{factory: f, lister: inf.Lister(), synced: inf.Informer().HasSynced}
@@ -31,6 +39,9 @@ func newServices(k *Kubelet) *services {
 
 // run watches until ctx ends, then waits for the watch to stop.
 func (s *services) run(ctx context.Context) {
+	if s.factory == nil {
+		return
+	}
 	s.factory.Start(ctx.Done())
 	<-ctx.Done()
 	s.factory.Shutdown()
@@ -41,10 +52,8 @@ func (s *services) run(ctx context.Context) {
 // services from the informer, the node's allocatable from its object
 // (getNodeAnyWay, kubelet_getters.go).
 func (k *Kubelet) envSources() *kuberuntime.EnvSources {
-	return &kuberuntime.EnvSources{
-		Objects:        podobjects.New(k.o.Client),
-		Services:       k.services.lister,
-		ServicesSynced: k.services.synced,
+	src := &kuberuntime.EnvSources{
+		Objects: podobjects.New(k.o.Client),
 		NodeAllocatable: func() (v1.ResourceList, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -55,4 +64,8 @@ func (k *Kubelet) envSources() *kuberuntime.EnvSources {
 			return n.Status.Allocatable, nil
 		},
 	}
+	if k.services.lister != nil { // a nil lister in the interface would not be nil
+		src.Services, src.ServicesSynced = k.services.lister, k.services.synced
+	}
+	return src
 }
