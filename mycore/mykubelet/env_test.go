@@ -182,3 +182,38 @@ func TestEnvSourcesOnContainerd(t *testing.T) {
 		t.Errorf("status.containerStatuses[0].allocatedResources = %v, want memory 64Mi (the request, defaulted to the limit)", cs.AllocatedResources)
 	}
 }
+
+// A host-network pod has the node's IPs: its status.podIP and what its
+// container reads through the downward API, as upstream's e2e "should
+// provide host IP and pod IP as an env var if pod uses host network"
+// checks (containerd reports no IP for such a sandbox).
+func TestHostNetworkPodIPOnContainerd(t *testing.T) {
+	n, rt := newContainerdNode(t, "t-hostnet")
+	n.start(t, Options{})
+	ns := n.namespace(t)
+	field := func(path string) *v1.EnvVarSource {
+		return &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hostnet", Namespace: ns},
+		Spec: v1.PodSpec{NodeName: n.name, HostNetwork: true, Containers: []v1.Container{{
+			Name: "main", Image: rt.BusyboxImage,
+			Command: []string{"sh", "-c", `echo BEGIN; echo "POD_IP=$POD_IP"; echo "HOST_IP=$HOST_IP"; echo END; sleep 3600`},
+			Env:     []v1.EnvVar{{Name: "POD_IP", ValueFrom: field("status.podIP")}, {Name: "HOST_IP", ValueFrom: field("status.hostIP")}},
+		}}},
+	}
+	if _, err := n.admin.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env := n.envOf(t, ns, "hostnet")
+	if env["POD_IP"] != "127.0.0.1" || env["HOST_IP"] != "127.0.0.1" {
+		t.Errorf("in the container POD_IP=%q HOST_IP=%q, want the node's 127.0.0.1 for both", env["POD_IP"], env["HOST_IP"])
+	}
+	p, err := n.getPod(ns, "hostnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.PodIP != "127.0.0.1" {
+		t.Errorf("status.podIP %q, want the node's 127.0.0.1", p.Status.PodIP)
+	}
+}
