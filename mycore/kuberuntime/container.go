@@ -17,24 +17,27 @@ import (
 )
 
 // PodIPs is what a container's environment may refer to besides the pod
-// itself: the pod's IPs (from the sandbox) and the node's name and IP.
+// itself: the pod's IPs (from the sandbox) and the node's name and IPs
+// (HostIPs; HostIP alone is the same as HostIPs of one).
 type PodIPs struct {
 	PodIPs   []string
 	NodeName string
 	HostIP   string
+	HostIPs  []string
 }
 
 // ContainerConfig is generateContainerConfig (kuberuntime_container.go:343)
 // for what our node supports: command and args with $(VAR) expanded, env,
 // working dir, the kubelet's labels and annotations, the log file
-// NAME/RESTARTCOUNT.log, stdin/tty, the Linux namespaces and the security
-// context (security.go; user is the image's, for runAsNonRoot). Left out:
-// volumes and mounts, devices, resources. restartCount goes into
+// NAME/RESTARTCOUNT.log, stdin/tty, the Linux namespaces, the resources
+// (resources.go) and the security context (security.go; user is the
+// image's, for runAsNonRoot). env is env.go's. Left out: volumes and
+// mounts, devices. restartCount goes into
 // Metadata.Attempt and the annotation, so each restart is a new container
 // with a new log file. An error is a container this node will not run as
 // asked (StartContainer reports it as CreateContainerConfigError).
 func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int, ips PodIPs, user ImageUser) (*runtimeapi.ContainerConfig, error) {
-	envs, err := containerEnv(pod, c, ips)
+	envs, err := containerEnv(pod, c, ips, m.env)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +60,7 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		StdinOnce: c.StdinOnce,
 		Tty:       c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       m.containerResources(pod, c),
 			SecurityContext: sc,
 		},
 	}
@@ -64,69 +68,6 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	return cfg, nil
-}
-
-// containerEnv is the part of makeEnvironmentVariables
-// (kubelet_pods.go) a node without volumes, secrets or services can do:
-// literal values (with $(VAR) of earlier ones expanded) and the downward
-// API's pod and node fields. Anything else is a clear error, not a silently
-// missing variable.
-func containerEnv(pod *v1.Pod, c *v1.Container, ips PodIPs) ([]kubecontainer.EnvVar, error) {
-	var envs []kubecontainer.EnvVar
-	seen := map[string]string{}
-	for _, e := range c.Env {
-		val := e.Value
-		switch {
-		case e.ValueFrom == nil:
-			val = expand(val, seen)
-		case e.ValueFrom.FieldRef != nil:
-			v, err := podField(pod, e.ValueFrom.FieldRef.FieldPath, ips)
-			if err != nil {
-				return nil, fmt.Errorf("container %s env %s: %w", c.Name, e.Name, err)
-			}
-			val = v
-		default:
-			return nil, fmt.Errorf("container %s env %s: only value and fieldRef are supported on this node (no secrets, config maps or resources)", c.Name, e.Name)
-		}
-		seen[e.Name] = val
-		envs = append(envs, kubecontainer.EnvVar{Name: e.Name, Value: val})
-	}
-	return envs, nil
-}
-
-func expand(s string, vars map[string]string) string {
-	env := make([]kubecontainer.EnvVar, 0, len(vars))
-	for k, v := range vars {
-		env = append(env, kubecontainer.EnvVar{Name: k, Value: v})
-	}
-	c := &v1.Container{Command: []string{s}}
-	cmd, _ := kubecontainer.ExpandContainerCommandAndArgs(c, env)
-	return cmd[0]
-}
-
-// podField is podFieldSelectorRuntimeValue (kubelet_pods.go) for the
-// fields a pod can read about itself.
-func podField(pod *v1.Pod, path string, ips PodIPs) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return ips.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return ips.HostIP, nil
-	case "status.podIP":
-		if len(ips.PodIPs) > 0 {
-			return ips.PodIPs[0], nil
-		}
-		return "", nil
-	}
-	return "", fmt.Errorf("fieldRef %q is not supported on this node", path)
 }
 
 // configError is a container the kubelet could not configure: the sync

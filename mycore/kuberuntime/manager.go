@@ -13,6 +13,8 @@ type Manager struct {
 	podsDir     string
 	seccompRoot string
 	labels      map[string]string
+	env         *EnvSources
+	memCapacity int64
 	log         func(format string, args ...any)
 	// liveness and startup are the prober's results (Options).
 	liveness, startup ProbeResults
@@ -38,6 +40,13 @@ type Options struct {
 	// Labels are added to every sandbox and container, so one runtime can
 	// serve several nodes that each list only their own (runtime.WithLabels).
 	Labels map[string]string
+	// Env is where envFrom and valueFrom read config maps, secrets,
+	// services and the node's allocatable (env.go); nil: pods that need
+	// them are refused with CreateContainerConfigError.
+	Env *EnvSources
+	// MemoryCapacity is the node's memory in bytes, for the containers'
+	// oom_score_adj (resources.go); 0: this machine's.
+	MemoryCapacity int64
 	// Log, if set, gets one line per CRI call that changes something.
 	Log func(format string, args ...any)
 	// Liveness and Startup are the prober's results: a container whose
@@ -49,7 +58,7 @@ type Options struct {
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, log: o.Log, liveness: o.Liveness, startup: o.Startup}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

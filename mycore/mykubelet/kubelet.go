@@ -116,7 +116,7 @@ type Options struct {
 type Kubelet struct {
 	// The config handlers (HandlePodAdditions ... HandlePodSyncs) are
 	// podworkers.Handlers': each update into the pod manager, then to the
-	// pod's worker. Admission is left out: every pod is admitted.
+	// pod's worker. HandlePodAdditions is ours (admit.go): the OS admission.
 	podworkers.Handlers
 
 	o        Options
@@ -138,6 +138,8 @@ type Kubelet struct {
 	mirrors *mirror.Reconciler
 	// logs rotates the logs of this node's running containers.
 	logs *logrotate.Rotator
+	// services are watched for the containers' service variables.
+	services *services
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -192,8 +194,9 @@ func New(o Options) (*Kubelet, error) {
 		o.PodLogsDir = filepath.Join(o.PodLogsDir, o.NodeName)
 		k.o.PodLogsDir = o.PodLogsDir
 	}
+	k.services = newServices(k)
 	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
-		Liveness: k.liveness, Startup: k.startup})
+		Liveness: k.liveness, Startup: k.startup, Env: k.envSources()})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
@@ -251,6 +254,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	defer cancel()
 
 	wg.Go(func() { k.status.Run(node) })
+	wg.Go(func() { k.services.run(node) })
 	// Log rotation runs while pods may still write: until the node's
 	// parts stop (containerLogManager.Start, kubelet.go:1830, in
 	// initializeRuntimeDependentModules, which Run starts).

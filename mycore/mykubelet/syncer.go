@@ -47,7 +47,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	// started after the kill that should have stopped it. The runtime's
 	// part of the sync always runs to its end; the CRI calls have their
 	// own timeouts.
-	result := k.manager.SyncPod(context.WithoutCancel(ctx), pod, podStatus, k.nodeInfo(), k.backOff)
+	result := k.manager.SyncPod(context.WithoutCancel(ctx), pod, withStatusIPs(podStatus, api), k.nodeInfo(), k.backOff)
 	if k.reasons.update(pod.UID, result) {
 		// A start failed or waits behind the back-off: show it now
 		// (Waiting, CrashLoopBackOff), not at the next sync. Upstream's
@@ -166,7 +166,7 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 }
 
 func (k *Kubelet) nodeInfo() kuberuntime.PodIPs {
-	n := kuberuntime.PodIPs{NodeName: k.o.NodeName}
+	n := kuberuntime.PodIPs{NodeName: k.o.NodeName, HostIPs: k.o.HostIPs}
 	if len(k.o.HostIPs) > 0 {
 		n.HostIP = k.o.HostIPs[0]
 	}

@@ -91,7 +91,8 @@ func (r *Runtime) GetContainerStatus(ctx context.Context, _ types.UID, id kubeco
 }
 
 // toStatus is convertToKubeContainerStatus (kuberuntime_container.go:686-776)
-// without the feature-gated fields (resources, user, stop signal).
+// without the feature-gated user and stop signal; resources (the
+// InPlacePodVerticalScaling part, GA) are resources.go's.
 func toStatus(runtimeName string, s *runtimeapi.ContainerStatus) *kubecontainer.Status {
 	imageID := s.ImageRef
 	if s.ImageId != "" {
@@ -108,6 +109,7 @@ func toStatus(runtimeName string, s *runtimeapi.ContainerStatus) *kubecontainer.
 		RestartCount: restarts,
 		State:        toState(s.State),
 		CreatedAt:    time.Unix(0, s.CreatedAt),
+		Resources:    toResources(s.Resources),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
+	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/podconfig"
@@ -64,8 +65,19 @@ func (h Handlers) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 // the node's own post coming back. The kubelet syncs the pod only if its
 // Ready condition needs fixing (:3097-3184); a status manager's next pass
 // corrects anything else.
+//
+// That is how a readiness gate opens: whoever owns the gate's condition
+// (a controller, a test) patches the pod's status; the pod's Ready,
+// computed by the last sync without it, no longer matches, so the pod is
+// synced and its status computed again (status.NeedToReconcilePodReadiness,
+// kubelet.go:3154-3164).
 func (h Handlers) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: h.Pods}.HandlePodReconcile(ctx, pods)
+	for _, p := range pods {
+		if kubestatus.NeedToReconcilePodReadiness(p) {
+			h.Update(p, kubetypes.SyncPodSync)
+		}
+	}
 }
 
 // HandlePodSyncs: a PLEG event, a probe result or a resync for a pod the

@@ -43,8 +43,8 @@ type GenerateOptions struct {
 // pod.Status). podIsTerminal says the pod will not run again, so exited
 // containers make it Succeeded or Failed whatever its restart policy.
 //
-// Left out from upstream: resources and allocated resources (in-place
-// resize), the user and stop signal of containers, image volumes, the
+// Left out from upstream: in-place resize (the spec is the allocation,
+// resources.go), the user and stop signal of containers, image volumes, the
 // reason cache (a container that failed to start shows Waiting with the
 // error; callers that keep reasons set them afterwards), evictions.
 func Generate(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, podIsTerminal bool, o GenerateOptions) v1.PodStatus {
@@ -169,7 +169,7 @@ func containerSpec(cs []v1.Container, name string) *v1.Container {
 // pod IPs from the sandbox, QoS class, container statuses.
 func convertStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, hostIPs []string) v1.PodStatus {
 	var s v1.PodStatus
-	for _, ip := range sortPodIPs(rs.IPs, hostIPs) {
+	for _, ip := range SortPodIPs(rs.IPs, hostIPs) {
 		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 	}
 	if len(s.PodIPs) > 0 {
@@ -188,12 +188,13 @@ func convertStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, old v1.PodStatus, h
 		eph = append(eph, v1.Container(e.EphemeralContainerCommon))
 	}
 	s.EphemeralContainerStatuses = convertContainers(pod, rs, old.EphemeralContainerStatuses, eph, hasInit, false, restarting)
+	podResources(pod, &s) // resources.go
 	return s
 }
 
-// sortPodIPs (kubelet_pods.go:2051-2081): the first IP of the node's
+// SortPodIPs (kubelet_pods.go:2051-2081): the first IP of the node's
 // family, then the first of the other family.
-func sortPodIPs(ips, hostIPs []string) []string {
+func SortPodIPs(ips, hostIPs []string) []string {
 	v4First := true
 	if len(hostIPs) > 0 {
 		if ip := net.ParseIP(hostIPs[0]); ip != nil && ip.To4() == nil {
@@ -292,6 +293,9 @@ func convertContainers(pod *v1.Pod, rs *kubecontainer.PodStatus, previous []v1.C
 			oldPtr = &o
 		}
 		st := convertContainer(cs, oldPtr, restarting)
+		if spec := containerSpec(containers, cs.Name); spec != nil {
+			containerResources(spec, st, cs, oldPtr) // resources.go
+		}
 		st.VolumeMounts = statuses[cs.Name].VolumeMounts
 		if oldPtr != nil && oldPtr.VolumeMounts != nil {
 			st.VolumeMounts = oldPtr.VolumeMounts // immutable

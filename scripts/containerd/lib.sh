@@ -134,8 +134,11 @@ old_layout_containerd() {
 		conf="$(tr '\0' '\n' 2>/dev/null <"/proc/${pid}/cmdline" | grep -A1 -x -- --config | tail -n +2)"
 		case "${conf}" in
 		"${TOP}"/*) ;;
+		# another root tree (LABS_ROOT_DIR=…: a CI run's, a second checkout's),
+		# made by make_root_dir: root's, 0711; the learner's old state folder is not
 		# (not a bare */containerd/config.toml: that is also /etc/containerd's)
-		*/containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
+		*/containerd/2.2/config.toml | */containerd/1.6/config.toml)
+			[ "$(stat -c %u:%a "${conf%/*/*/config.toml}" 2>/dev/null)" = 0:711 ] || echo "${pid} ${conf}" ;;
 		esac
 	done < <(grep -lsx containerd /proc/[0-9]*/comm)
 	true

@@ -1,0 +1,72 @@
+package mykubelet
+
+import (
+	"context"
+	"runtime"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+	"k8s.io/kubernetes/pkg/kubelet/util/sliceutils"
+
+	"kubelet-labs/mycore/podconfig"
+)
+
+// HandlePodAdditions is the kubelet's (kubelet.go:2832-2908) with the
+// admission our node does: pods oldest first, each into the pod manager,
+// then — unless it is already terminal or being stopped — admitted or
+// rejected, and only an admitted pod goes to its worker. A rejected pod
+// never runs: it is Failed with the reason (rejectPod, kubelet.go:2589).
+// Our admission is the predicate admit handler's OS checks (admitOS); the
+// resource fit, node affinity, host ports and the other handlers
+// (eviction, sysctls, AppArmor …) are left out.
+func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	pods = append([]*v1.Pod(nil), pods...)
+	sort.Sort(sliceutils.PodsByCreationTime(pods))
+	for _, p := range pods {
+		podconfig.ManagerHandler{Pods: k.pods}.HandlePodAdditions(ctx, []*v1.Pod{p})
+		if pod, _, wasMirror := k.pods.GetPodAndMirrorPod(p); wasMirror {
+			if pod != nil {
+				k.Handlers.Update(p, kubetypes.SyncPodUpdate)
+			}
+			continue
+		}
+		if !k.workers.IsPodTerminationRequested(p.UID) && !podutil.IsPodPhaseTerminal(p.Status.Phase) {
+			if reason, message, ok := admitOS(p, runtime.GOOS); !ok {
+				k.rejectPod(p, reason, message)
+				continue
+			}
+		}
+		k.Handlers.Update(p, kubetypes.SyncPodCreate)
+	}
+}
+
+// admitOS is the predicate admit handler's first checks (lifecycle/
+// predicate.go:134-149, :276-308): a pod labelled kubernetes.io/os for
+// another OS than the node's label (our node's is runtime.GOOS, set by
+// mycore/node), and a pod whose spec.os.name is not the node's OS, are
+// refused with upstream's reasons and messages.
+func admitOS(pod *v1.Pod, nodeOS string) (reason, message string, ok bool) {
+	if os, set := pod.Labels[v1.LabelOSStable]; set && os != nodeOS {
+		return lifecycle.PodOSSelectorNodeLabelDoesNotMatch, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label", false
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return lifecycle.PodOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS", false
+	}
+	return "", "", true
+}
+
+// rejectPod is the kubelet's (kubelet.go:2589-2597) without the event:
+// the pod's status becomes Failed with the reason.
+func (k *Kubelet) rejectPod(pod *v1.Pod, reason, message string) {
+	k.log("admit   %s/%s rejected: %s: %s", pod.Namespace, pod.Name, reason, message)
+	k.status.SetPodStatus(pod, v1.PodStatus{
+		QOSClass: v1qos.GetPodQOS(pod),
+		Phase:    v1.PodFailed,
+		Reason:   reason,
+		Message:  "Pod was rejected: " + message,
+	})
+}
