@@ -28,8 +28,8 @@ type PodIPs struct {
 // for what our node supports: command and args with $(VAR) expanded, env,
 // working dir, the kubelet's labels and annotations, the log file
 // NAME/RESTARTCOUNT.log, stdin/tty, the Linux namespaces and the security
-// context (security.go; user is the image's, for runAsNonRoot). Left out:
-// volumes and mounts, devices, resources. restartCount goes into
+// context (security.go; user is the image's, for runAsNonRoot), the mounts
+// of its volumes (volumes.go). Left out: devices, resources. restartCount goes into
 // Metadata.Attempt and the annotation, so each restart is a new container
 // with a new log file. An error is a container this node will not run as
 // asked (StartContainer reports it as CreateContainerConfigError).
@@ -39,6 +39,10 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		return nil, err
 	}
 	sc, err := m.containerSecurity(pod, c, user)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := m.volumeMounts(pod, c, envs)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +60,7 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,
 		Tty:       c.TTY,
+		Mounts:    mounts,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			SecurityContext: sc,
 		},

@@ -134,6 +134,8 @@ old_layout_containerd() {
 		conf="$(tr '\0' '\n' 2>/dev/null <"/proc/${pid}/cmdline" | grep -A1 -x -- --config | tail -n +2)"
 		case "${conf}" in
 		"${TOP}"/*) ;;
+		# another root tree's (LABS_ROOT_DIR): its own up/down own it
+		/var/lib/kubelet-labs/* | /var/lib/kubelet-labs-*/*) ;;
 		# (not a bare */containerd/config.toml: that is also /etc/containerd's)
 		*/containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
 		esac
