@@ -281,6 +281,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.syncLoop(ctx, updates, files, housekeeping.C)
 	if k.o.ShutdownGracePeriod > 0 {
 		k.shutdown(node)
+		k.releaseVolumes(node) // volumes.go
 	}
 	cancel()
 	if own {

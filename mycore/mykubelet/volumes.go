@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	"k8s.io/kubernetes/pkg/kubelet/token"
 
 	"kubelet-labs/mycore/nodeobjects"
 	"kubelet-labs/mycore/volumes"
@@ -19,8 +18,8 @@ import (
 
 // newVolumes is the kubelet's volume manager (kubelet.go:880-895) for a
 // node with a PodsDir: ConfigMaps and Secrets read as the node,
-// service account tokens from upstream's token manager (which refreshes
-// them before they expire), the node's allocatable from its Node object.
+// service account tokens from a token cache that refreshes them before
+// they expire (volumes.Tokens), the node's allocatable from its Node object.
 // No PodsDir: nil, and pods run without their volumes (mock runtime).
 func newVolumes(o Options, log func(string, ...any)) (*volumes.Manager, error) {
 	if o.PodsDir == "" {
@@ -29,7 +28,7 @@ func newVolumes(o Options, log func(string, ...any)) (*volumes.Manager, error) {
 	return volumes.New(volumes.Options{
 		PodsDir: o.PodsDir,
 		Objects: nodeobjects.New(o.Client),
-		Tokens:  token.NewManager(o.Client),
+		Tokens:  volumes.NewTokens(o.Client),
 		NodeAllocatable: func() (v1.ResourceList, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -101,5 +100,30 @@ func (k *Kubelet) cleanupPodDirs(wanted map[types.UID]bool, running map[types.UI
 	}
 	if err != nil {
 		k.log("cleanup pod folders: %v", err)
+	}
+}
+
+// releaseVolumes ends a graceful node shutdown: the pods are stopped, so
+// their volumes are unmounted and their folders removed, as the volume
+// manager's reconciler and housekeeping would have done had the node
+// kept running — no tmpfs or subPath mount outlives the node. A pod
+// still running (its kill failed) keeps its volumes.
+func (k *Kubelet) releaseVolumes(ctx context.Context) {
+	if k.volumes == nil {
+		return
+	}
+	running, err := k.runtime.GetPods(ctx, false)
+	if err != nil {
+		k.log("shutdown volumes stay: listing the runtime: %v", err)
+		return
+	}
+	runs := make(map[types.UID]bool, len(running))
+	for _, rp := range running {
+		runs[rp.ID] = true
+	}
+	removed, err := k.volumes.CleanupOrphans(func(uid types.UID) bool { return runs[uid] })
+	k.log("shutdown removed the folders of %d stopped pod(s) with their volumes", len(removed))
+	if err != nil {
+		k.log("shutdown volumes: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package volumes
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -36,10 +35,7 @@ func (m *Manager) setUpAtomic(pod *v1.Pod, plugin, name string, medium v1.Storag
 		return volume{}, err
 	}
 	dir := m.volumeDir(pod.UID, plugin, name)
-	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
-		return volume{}, err
-	}
-	if medium == v1.StorageMediumMemory {
+	if medium == v1.StorageMediumMemory && m.root {
 		err = m.setupTmpfs(dir, nil)
 	} else {
 		err = setupDir(dir)

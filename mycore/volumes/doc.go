@@ -22,8 +22,8 @@
 // Plugins: emptyDir (disk, or medium Memory as a tmpfs sized as upstream
 // sizes it), hostPath (with its type checks), configMap, secret,
 // downwardAPI and projected (configMap, secret, downwardAPI and
-// serviceAccountToken through the TokenRequest API, rotated by upstream's
-// token manager). Their contents are written by upstream's AtomicWriter
+// serviceAccountToken through the TokenRequest API, refreshed before
+// they expire by Tokens, a compact token manager). Their contents are written by upstream's AtomicWriter
 // and payload builders (pkg/volume/util, configmap.MakePayload,
 // secret.MakePayload, downwardapi.CollectData); fsGroup ownership is
 // upstream's VolumeOwnership. Any other volume type is refused with an

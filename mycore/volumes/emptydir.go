@@ -26,6 +26,9 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 			return volume{}, err
 		}
 	case v1.StorageMediumMemory:
+		if !m.root {
+			return volume{}, errors.New("emptyDir medium Memory needs a tmpfs mount: this node does not run as root")
+		}
 		if err := m.setupTmpfs(dir, m.tmpfsSize(pod, src.SizeLimit)); err != nil {
 			return volume{}, err
 		}

@@ -54,6 +54,11 @@ type Manager struct {
 	mounter  mount.Interface
 	subpaths subpath.Interface
 	log      func(format string, args ...any)
+	// root: the node may mount (tmpfs, subPath bind mounts) and chown.
+	// A learner's node runs as the learner: secret, downwardAPI and
+	// projected files then go to disk in the learner's own folder (not a
+	// tmpfs), and a Memory emptyDir or a subPath is refused by name.
+	root bool
 
 	mu sync.Mutex
 	// ready: the volumes of each pod that SetUp made, by name.
@@ -76,7 +81,7 @@ func New(o Options) (*Manager, error) {
 	if !filepath.IsAbs(o.PodsDir) {
 		return nil, fmt.Errorf("volumes: PodsDir %q is not an absolute path", o.PodsDir)
 	}
-	m := &Manager{o: o, mounter: mount.New(""), log: o.Log, ready: map[types.UID]map[string]volume{}}
+	m := &Manager{o: o, mounter: mount.New(""), log: o.Log, ready: map[types.UID]map[string]volume{}, root: os.Geteuid() == 0}
 	m.subpaths = subpath.New(m.mounter)
 	if m.log == nil {
 		m.log = func(string, ...any) {}
@@ -115,6 +120,13 @@ func (m *Manager) SetUp(pod *v1.Pod) error {
 	}
 	made := map[string]volume{}
 	var errs []error
+	if len(pod.Spec.Volumes) > 0 {
+		// PodDir is the node's: no one else may reach the volumes'
+		// folders, some of which any container may write (0777).
+		if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
+			return err
+		}
+	}
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		v, err := m.setUpVolume(pod, vol)
@@ -229,8 +241,15 @@ func (m *Manager) TearDown(uid types.UID) error {
 		}
 		for _, n := range names {
 			dir := filepath.Join(podDir, "volumes", p, n)
-			if err := mount.CleanupMountPoint(dir, m.mounter, false); err != nil {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+			notMnt, err := m.mounter.IsLikelyNotMountPoint(dir)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			if err == nil && !notMnt {
+				if err := m.mounter.Unmount(dir); err != nil {
+					errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+				}
 			}
 		}
 	}

@@ -79,6 +79,9 @@ func (m *Manager) prepareSubPath(pod *v1.Pod, c *v1.Container, index int, volNam
 	if err := volumevalidation.ValidatePathNoBacksteps(sub); err != nil {
 		return "", fmt.Errorf("unable to provision SubPath `%s`: %w", sub, err)
 	}
+	if !m.root {
+		return "", fmt.Errorf("volumeMount %q of container %q: a subPath needs a bind mount: this node does not run as root", volName, c.Name)
+	}
 	full := filepath.Join(volPath, sub)
 	if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
 		fi, err := os.Stat(volPath)
