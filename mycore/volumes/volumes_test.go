@@ -235,7 +235,9 @@ func TestSecretDownwardAPIAndProjected(t *testing.T) {
 	if err := e.m.SetUp(p); err != nil {
 		t.Fatal(err)
 	}
-	vd := func(plugin, name, file string) string { return filepath.Join(e.dir, "u5", "volumes", plugin, name, file) }
+	vd := func(plugin, name, file string) string {
+		return filepath.Join(e.dir, "u5", "volumes", plugin, name, file)
+	}
 	for _, c := range []struct{ path, want string }{
 		{vd("kubernetes.io~secret", "sec", "pw"), "hunter2"},
 		{vd("kubernetes.io~downward-api", "info", "labels"), `app="x"`},
