@@ -153,6 +153,7 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 		old = pod.Status
 	}
 	st := status.Generate(pod, podStatus, old, terminal, status.GenerateOptions{HostIPs: k.o.HostIPs, Probes: k.probes})
+	k.evictPastDeadline(pod, &st) // deadline.go
 	if terminal {
 		return st
 	}
