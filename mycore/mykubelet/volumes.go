@@ -16,7 +16,7 @@ import (
 	"kubelet-labs/mycore/volumes"
 )
 
-// newVolumes is the kubelet's volume manager (kubelet.go:880-895) for a
+// newVolumes is the kubelet's volume manager (NewVolumeManager, kubelet.go:1053) for a
 // node with a PodsDir: ConfigMaps and Secrets read as the node,
 // service account tokens from a token cache that refreshes them before
 // they expire (volumes.Tokens), the node's allocatable from its Node object.
@@ -42,7 +42,7 @@ func newVolumes(o Options, log func(string, ...any)) (*volumes.Manager, error) {
 	})
 }
 
-// setUpVolumes is WaitForAttachAndMount in SyncPod (kubelet.go:2224-2236):
+// setUpVolumes is WaitForAttachAndMount in SyncPod (kubelet.go:2196):
 // the pod's containers start only once every volume is there. A volume
 // that cannot be made keeps each container Waiting in ContainerCreating,
 // the message saying which volume and why (upstream says it in a
@@ -77,7 +77,7 @@ func (k *Kubelet) podStatusOrEmpty(pod *v1.Pod) *kubecontainer.PodStatus {
 }
 
 // tearDownVolumes unmounts and removes a pod's volumes once nothing of it
-// runs (SyncTerminatedPod waits for it, kubelet.go:2470-2480).
+// runs (SyncTerminatedPod waits for it, WaitForUnmount at kubelet.go:2478).
 func (k *Kubelet) tearDownVolumes(uid types.UID) error {
 	if k.volumes == nil {
 		return nil

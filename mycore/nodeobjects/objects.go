@@ -1,7 +1,7 @@
 // Package nodeobjects gets the ConfigMaps and Secrets a node's pods name,
 // for their volumes (mycore/volumes) and their environment (envFrom,
 // configMapKeyRef, secretKeyRef). It is the kubelet's configMapManager and
-// secretManager (kubelet.go:574-597), imported from upstream
+// secretManager (kubelet.go:650-670), imported from upstream
 // (pkg/kubelet/configmap, pkg/kubelet/secret) with the "Get" change
 // detection strategy: one GET per call, as the node (system:node:NAME),
 // which the Node authorizer allows only for objects a pod bound to the

@@ -20,7 +20,7 @@ type payload = map[string]volumeutil.FileProjection
 
 // setUpAtomic is the SetUpAt that the configMap, secret, downwardAPI and
 // projected plugins share (configmap.go:180-260, secret.go:176-256,
-// downwardapi.go:170-230, projected.go:180-250): build the files first (a
+// downwardapi.go:170-230, projected.go:186-245): build the files first (a
 // missing source leaves no half-made volume), make the folder as their
 // wrapped emptyDir does (on disk for configMap, a tmpfs for the others:
 // secrets never touch the node's disk), write the files with upstream's
@@ -94,7 +94,7 @@ func (m *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFi
 }
 
 // volumeHost is the one method of volume.VolumeHost that CollectData
-// calls (downwardapi.go:262: a resourceFieldRef whose container has no
+// calls (downwardapi.go:263: a resourceFieldRef whose container has no
 // limit gets the node's allocatable). The embedded interface stays nil:
 // CollectData calls no other method at v1.36.3.
 type volumeHost struct {
@@ -109,7 +109,7 @@ func (h volumeHost) GetNodeAllocatable() (v1.ResourceList, error) {
 	return h.m.o.NodeAllocatable()
 }
 
-// projectedPayload is projected.go's collectData (:256-420) for the
+// projectedPayload is projected.go's collectData (:247-420) for the
 // sources this node has: secret, configMap, downwardAPI and
 // serviceAccountToken. ClusterTrustBundle and PodCertificate need
 // informers and a signer this node does not run: refused by name.
@@ -147,7 +147,7 @@ func (m *Manager) projectedPayload(pod *v1.Pod, volName string, src *v1.Projecte
 	return out, errors.Join(errs...)
 }
 
-// tokenPayload asks for a token bound to the pod (projected.go:330-362):
+// tokenPayload asks for a token bound to the pod (projected.go:320-350):
 // only this pod's objects may then use it, and it dies with the pod. The
 // node may ask only for pods bound to it (the Node authorizer and
 // NodeRestriction check the boundObjectRef). With a fsUser or fsGroup the

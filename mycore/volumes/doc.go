@@ -2,7 +2,7 @@
 // volume manager (pkg/kubelet/volumemanager) and its in-tree plugins do for
 // the volumes a pod brings with it, in a compact form.
 //
-//   - SetUp is WaitForAttachAndMount (volume_manager.go:405): every volume
+//   - SetUp is WaitForAttachAndMount (volume_manager.go:397): every volume
 //     of the pod is made before its containers start, and made again at each
 //     sync so ConfigMap, Secret, downward-API and projected volumes follow
 //     their sources (the reconciler's remount, reconciler_common.go). A

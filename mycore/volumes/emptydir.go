@@ -15,11 +15,19 @@ import (
 // (pkg/volume/emptydir/empty_dir.go:51, perm).
 const emptyDirPerm os.FileMode = 0o777
 
-// setUpEmptyDir is emptyDir's SetUpAt (empty_dir.go:244-300): a folder
+// setUpEmptyDir is emptyDir's SetUpAt (empty_dir.go:235-276): a folder
 // with mode 0777, or for medium Memory a tmpfs mounted on it
 // (setupTmpfs :319), then the fsGroup's ownership.
 func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolumeSource) (volume, error) {
 	dir := m.volumeDir(pod.UID, emptyDirPlugin, name)
+	// Made once (empty_dir.go:241-256, the ready file): the fsGroup's
+	// ownership is given then, not again at every sync to the files the
+	// containers have written since.
+	if _, err := os.Lstat(dir); err == nil {
+		if notMnt, err := m.mounter.IsLikelyNotMountPoint(dir); err == nil && (src.Medium != v1.StorageMediumMemory || !notMnt) {
+			return volume{path: dir}, nil
+		}
+	}
 	switch src.Medium {
 	case v1.StorageMediumDefault:
 		if err := setupDir(dir); err != nil {
@@ -36,8 +44,10 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 		// HugePages* need the node's hugepage pools: not on this node.
 		return volume{}, fmt.Errorf("emptyDir medium %q is not supported on this node (only the default and Memory)", src.Medium)
 	}
+	// Upstream ignores a failed ownership change here (:268-269): the
+	// volume is usable, only some files may keep their group.
 	if err := m.ownership(dir, pod, false); err != nil {
-		return volume{}, err
+		m.log("volumes %v", err)
 	}
 	return volume{path: dir}, nil
 }
@@ -74,9 +84,9 @@ func (m *Manager) setupTmpfs(dir string, size *resource.Quantity) error {
 	if !notMnt {
 		return nil
 	}
-	// generateTmpfsMountOptions (empty_dir.go:303): a size when known,
-	// mode 0777 so the mount point stays writable for every container.
-	opts := []string{"mode=0777"}
+	// generateTmpfsMountOptions (empty_dir.go:574): a size when known
+	// (tmpfs's own default mode, 1777, lets every container write).
+	var opts []string
 	if size != nil && size.Value() > 0 {
 		opts = append(opts, fmt.Sprintf("size=%d", size.Value()))
 	}
@@ -129,14 +139,14 @@ func allLimited(pod *v1.Pod) bool {
 
 // ownership gives the volume to the pod's fsGroup: upstream's
 // VolumeOwnership (pkg/volume/volume_linux.go:53), which every plugin
-// here calls after writing (configmap.go:240-245, empty_dir.go:283-290):
+// here calls after writing (configmap.go:240-245, empty_dir.go:268-269):
 // group fsGroup, g+rw (g+r if readOnly), setgid folders.
 func (m *Manager) ownership(dir string, pod *v1.Pod, readOnly bool) error {
 	sc := pod.Spec.SecurityContext
 	if sc == nil || sc.FSGroup == nil {
 		return nil
 	}
-	err := kubevolume.NewVolumeOwnership(&ownedVolume{dir: dir, readOnly: readOnly}, dir, sc.FSGroup, sc.FSGroupChangePolicy, nil).ChangePermissions()
+	err := kubevolume.NewVolumeOwnership(&ownedVolume{dir: dir, readOnly: readOnly}, dir, sc.FSGroup, nil, nil).ChangePermissions()
 	if err != nil {
 		return errors.Join(fmt.Errorf("fsGroup %d on %s", *sc.FSGroup, dir), err)
 	}

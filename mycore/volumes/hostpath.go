@@ -11,7 +11,7 @@ import (
 )
 
 // setUpHostPath is the hostPath plugin's SetUp (pkg/volume/hostpath/
-// host_path.go:245-260): the node's own path, after the type check
+// host_path.go:241-260): the node's own path, after the type check
 // (checkTypeInternal :462-499). Nothing of it is ever removed. Whether a
 // pod may use hostPath at all is the apiserver's decision (Pod Security
 // admission), not the node's.

@@ -111,7 +111,7 @@ func (m *Manager) prepareSubPath(pod *v1.Pod, c *v1.Container, index int, volNam
 	return p, nil
 }
 
-// propagation is translateMountPropagation (kubelet_pods.go:437).
+// propagation is translateMountPropagation (kubelet_pods.go:428).
 func propagation(mode *v1.MountPropagationMode) (runtimeapi.MountPropagation, error) {
 	switch {
 	case mode == nil, *mode == v1.MountPropagationNone:
