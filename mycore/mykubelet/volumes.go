@@ -107,7 +107,9 @@ func (k *Kubelet) cleanupPodDirs(wanted map[types.UID]bool, running map[types.UI
 // their volumes are unmounted and their folders removed, as the volume
 // manager's reconciler and housekeeping would have done had the node
 // kept running — no tmpfs or subPath mount outlives the node. A pod
-// still running (its kill failed) keeps its volumes.
+// with a container still running (its kill failed) keeps its volumes; a
+// sandbox alone does not (its stop may have been cut short by the end of
+// the shutdown's wait: no container of it can use a volume any more).
 func (k *Kubelet) releaseVolumes(ctx context.Context) {
 	if k.volumes == nil {
 		return
@@ -119,7 +121,11 @@ func (k *Kubelet) releaseVolumes(ctx context.Context) {
 	}
 	runs := make(map[types.UID]bool, len(running))
 	for _, rp := range running {
-		runs[rp.ID] = true
+		for _, c := range rp.Containers {
+			if c.State == kubecontainer.ContainerStateRunning {
+				runs[rp.ID] = true
+			}
+		}
 	}
 	removed, err := k.volumes.CleanupOrphans(func(uid types.UID) bool { return runs[uid] })
 	k.log("shutdown removed the folders of %d stopped pod(s) with their volumes", len(removed))
