@@ -30,9 +30,9 @@ type PodIPs struct {
 // for what our node supports: command and args with $(VAR) expanded, env,
 // working dir, the kubelet's labels and annotations, the log file
 // NAME/RESTARTCOUNT.log, stdin/tty, the Linux namespaces, the resources
-// (resources.go) and the security context (security.go; user is the
-// image's, for runAsNonRoot). env is env.go's. Left out: volumes and
-// mounts, devices. restartCount goes into
+// (resources.go), the security context (security.go; user is the image's,
+// for runAsNonRoot) and the mounts of its volumes (volumes.go). env is
+// env.go's. Left out: devices. restartCount goes into
 // Metadata.Attempt and the annotation, so each restart is a new container
 // with a new log file. An error is a container this node will not run as
 // asked (StartContainer reports it as CreateContainerConfigError).
@@ -42,6 +42,10 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		return nil, err
 	}
 	sc, err := m.containerSecurity(pod, c, user)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := m.volumeMounts(pod, c, envs)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +63,7 @@ func (m *Manager) ContainerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,
 		Tty:       c.TTY,
+		Mounts:    mounts,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       m.containerResources(pod, c),
 			SecurityContext: sc,

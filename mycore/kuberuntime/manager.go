@@ -10,7 +10,7 @@ import (
 type Manager struct {
 	cri         *cri.Client
 	podLogsDir  string
-	podsDir     string
+	volumes     VolumeMounter
 	seccompRoot string
 	labels      map[string]string
 	env         *EnvSources
@@ -27,11 +27,11 @@ type Options struct {
 	// with N its restart count. Required: a container with no log is one
 	// kubectl logs cannot show.
 	PodLogsDir string
-	// PodsDir is the node's folder of pod data (the kubelet's
-	// ROOT/pods, /var/lib/kubelet/pods there), where a pod's volumes go:
-	// PodsDir/UID/volumes/…. Empty: pods run without their volumes, as
-	// our node does until lab 18's exercise gives it an emptyDir.
-	PodsDir string
+	// Volumes gives containers the mounts of their volumes
+	// (mycore/volumes.Manager), which the kubelet sets up before the sync
+	// reaches the runtime. nil: containers run without them (the mock
+	// runtime's nodes).
+	Volumes VolumeMounter
 	// SeccompProfileRoot is the folder of Localhost seccomp profiles (the
 	// kubelet's ROOT/seccomp). The runtime, as root, reads the file it
 	// names, so it belongs in a folder only root can write. Empty: pods
@@ -58,7 +58,7 @@ type Options struct {
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}

@@ -134,9 +134,9 @@ func sandboxSecurity(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 }
 
 // supplementalGroups is fsGroup then supplementalGroups, and the policy
-// (security_context.go:66-87, kuberuntime_sandbox.go:201-218). fsGroup is
-// otherwise about volume ownership; this node mounts no volumes, so the
-// group (and fsGroupChangePolicy) has nothing else to do.
+// (security_context.go:66-87, kuberuntime_sandbox.go:201-218). fsGroup
+// also owns the pod's volumes: mycore/volumes does that, with
+// fsGroupChangePolicy.
 func supplementalGroups(psc *v1.PodSecurityContext) ([]int64, runtimeapi.SupplementalGroupsPolicy, error) {
 	if psc == nil {
 		return nil, runtimeapi.SupplementalGroupsPolicy_Merge, nil

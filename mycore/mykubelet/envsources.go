@@ -2,16 +2,13 @@ package mykubelet
 
 import (
 	"context"
-	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"kubelet-labs/mycore/kuberuntime"
-	"kubelet-labs/mycore/podobjects"
+	"kubelet-labs/mycore/nodeobjects"
 )
 
 // services is the kubelet's service informer (kubelet.go:497-513): the
@@ -48,21 +45,13 @@ func (s *services) run(ctx context.Context) {
 }
 
 // envSources is where the runtime manager reads envFrom and valueFrom:
-// config maps and secrets by one GET as the node (mycore/podobjects), the
+// config maps and secrets by one GET as the node (mycore/nodeobjects, shared with the volumes), the
 // services from the informer, the node's allocatable from its object
 // (getNodeAnyWay, kubelet_getters.go).
 func (k *Kubelet) envSources() *kuberuntime.EnvSources {
 	src := &kuberuntime.EnvSources{
-		Objects: podobjects.New(k.o.Client),
-		NodeAllocatable: func() (v1.ResourceList, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			n, err := k.o.Client.CoreV1().Nodes().Get(ctx, k.o.NodeName, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return n.Status.Allocatable, nil
-		},
+		Objects:         nodeobjects.New(k.o.Client),
+		NodeAllocatable: nodeAllocatable(k.o.Client, k.o.NodeName),
 	}
 	if k.services.lister != nil { // a nil lister in the interface would not be nil
 		src.Services, src.ServicesSynced = k.services.lister, k.services.synced

@@ -18,6 +18,7 @@ import (
 //   - a pod the runtime runs but nobody wants any more (its object was
 //     deleted while this node was down, or its containers were started by
 //     someone else with our labels) is killed as a runtime-only pod;
+//   - the folders (and volumes) of pods the node neither has nor runs go;
 //   - mirror pods whose static pod is gone are deleted;
 //   - statuses and reasons of forgotten pods are dropped.
 //
@@ -34,6 +35,11 @@ func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 	if err != nil {
 		k.log("cleanup listing the runtime: %v", err)
 	} else {
+		runs := make(map[types.UID]bool, len(running))
+		for _, rp := range running {
+			runs[rp.ID] = true
+		}
+		k.cleanupPodDirs(wanted, runs) // volumes.go
 		for _, rp := range running {
 			if wanted[rp.ID] {
 				continue

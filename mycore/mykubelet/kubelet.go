@@ -28,6 +28,7 @@ import (
 	"kubelet-labs/mycore/podworkers"
 	"kubelet-labs/mycore/prober"
 	"kubelet-labs/mycore/status"
+	"kubelet-labs/mycore/volumes"
 )
 
 // The kubelet's defaults (kubelet.go:205-230, :1068, kubelet_pods.go).
@@ -61,7 +62,8 @@ type Options struct {
 	// removes the log folders of its own pods only. See Kubelet.PodLogsDir.
 	PodLogsDir string
 	// PodsDir is the node's folder of pod data, for the pods' volumes
-	// (kuberuntime.Options.PodsDir); empty: none.
+	// (mycore/volumes); empty: pods run without their volumes (the mock
+	// runtime's nodes, where no container could see them).
 	PodsDir string
 	// HostIPs are the node's InternalIPs, for status.hostIP(s) and the
 	// status.hostIP downward-API field.
@@ -140,6 +142,8 @@ type Kubelet struct {
 	logs *logrotate.Rotator
 	// services are watched for the containers' service variables.
 	services *services
+	// volumes sets up and tears down the pods' volumes; nil without PodsDir.
+	volumes *volumes.Manager
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -195,8 +199,16 @@ func New(o Options) (*Kubelet, error) {
 		k.o.PodLogsDir = o.PodLogsDir
 	}
 	k.services = newServices(k)
-	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
-		Liveness: k.liveness, Startup: k.startup, Env: k.envSources()})
+	var err error
+	if k.volumes, err = newVolumes(o, k.log); err != nil {
+		return nil, err
+	}
+	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
+		Liveness: k.liveness, Startup: k.startup, Env: k.envSources()}
+	if k.volumes != nil {
+		ro.Volumes = k.volumes
+	}
+	k.manager = kuberuntime.New(o.CRI, ro)
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
@@ -278,6 +290,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.syncLoop(ctx, updates, files, housekeeping.C)
 	if k.o.ShutdownGracePeriod > 0 {
 		k.shutdown(node)
+		k.releaseVolumes(node) // volumes.go
 	}
 	cancel()
 	if own {

@@ -87,6 +87,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 				continue
 			}
 			k.handlePodCleanups(ctx)
+			k.syncPastDeadline(ctx) // deadline.go
 			// Probes of pods the node no longer has (HandlePodCleanups,
 			// kubelet_pods.go:1288; normally SyncTerminatingPod removed them).
 			k.probes.CleanupPods(k.knownPods())

@@ -17,7 +17,7 @@ import (
 // syncer is the pod workers' Syncer: the kubelet's SyncPod,
 // SyncTerminatingPod, SyncTerminatingRuntimePod and SyncTerminatedPod
 // (kubelet.go:2019, :2289, :2426, :2458) with what our node has — no
-// volumes, secrets or cgroups.
+// cgroups.
 type syncer struct{ k *Kubelet }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -47,6 +47,10 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	// started after the kill that should have stopped it. The runtime's
 	// part of the sync always runs to its end; the CRI calls have their
 	// own timeouts.
+	// Volumes first: no container starts without them (volumes.go).
+	if err := k.setUpVolumes(pod); err != nil {
+		return false, nil, err
+	}
 	result := k.manager.SyncPod(context.WithoutCancel(ctx), pod, withStatusIPs(podStatus, api), k.nodeInfo(), k.backOff)
 	if k.reasons.update(pod.UID, result) {
 		// A start failed or waits behind the back-off: show it now
@@ -129,6 +133,10 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontaine
 // Dead containers and sandboxes stay for the garbage collector.
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus) error {
 	k := s.k
+	// Its volumes go before the pod is reported terminated (volumes.go).
+	if err := k.tearDownVolumes(pod.UID); err != nil {
+		return fmt.Errorf("tear down the volumes of %s: %w", klog.KObj(pod), err)
+	}
 	k.status.SetPodStatus(pod, k.generateStatus(pod, podStatus, true))
 	k.status.TerminatePod(pod)
 	k.log("sync    SyncTerminatedPod %s: final status posted", klog.KObj(pod))
@@ -145,6 +153,7 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 		old = pod.Status
 	}
 	st := status.Generate(pod, podStatus, old, terminal, status.GenerateOptions{HostIPs: k.o.HostIPs, Probes: k.probes})
+	k.evictPastDeadline(pod, &st) // deadline.go
 	if terminal {
 		return st
 	}
