@@ -1,6 +1,9 @@
 package kuberuntime
 
 import (
+	"k8s.io/client-go/tools/record"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
 	"kubelet-labs/mycore/cri"
 )
 
@@ -16,6 +19,10 @@ type Manager struct {
 	log         func(format string, args ...any)
 	// liveness and startup are the prober's results (Options).
 	liveness, startup ProbeResults
+	// recorder records the container events (hooks.go, events.go); hooks
+	// runs lifecycle hooks.
+	recorder record.EventRecorder
+	hooks    kubecontainer.HandlerRunner
 }
 
 // Options configure a Manager.
@@ -45,6 +52,10 @@ type Options struct {
 	// (NewKubeGenericRuntimeManager takes the kubelet's livenessManager and
 	// startupManager the same way). nil: no probes.
 	Liveness, Startup ProbeResults
+	// Recorder, if set, records the kubelet's container events (Pulled,
+	// Created, Started, Killing, FailedPostStartHook, FailedPreStopHook…)
+	// as the node; nil records none.
+	Recorder record.EventRecorder
 }
 
 // New returns a Manager over c.
@@ -53,6 +64,8 @@ func New(c *cri.Client, o Options) *Manager {
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}
+	m.recorder = o.Recorder
+	m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
 	return m
 }
 

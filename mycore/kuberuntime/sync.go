@@ -54,7 +54,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	} else {
 		for _, id := range actions.killOrder() {
 			k := actions.ContainersToKill[id]
-			r := m.KillContainer(ctx, pod, id, k.Name, k.Reason, nil)
+			r := m.KillContainerWithMessage(ctx, pod, id, k.Name, k.Reason, k.Message, nil)
 			result.AddSyncResult(r)
 			if r.Error != nil {
 				return result
@@ -101,8 +101,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		}
 		if _, err := m.StartContainer(ctx, sandboxID, sandboxCfg, pod, c, podStatus, node); err != nil {
 			reason := kubecontainer.ErrRunContainer
-			if IsConfigError(err) {
+			switch {
+			case IsConfigError(err):
 				reason = kubekr.ErrCreateContainerConfig
+			case IsPostStartHookError(err):
+				reason = kubekr.ErrPostStartHook
 			}
 			r.Fail(reason, err.Error())
 			return err

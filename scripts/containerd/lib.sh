@@ -134,8 +134,18 @@ old_layout_containerd() {
 		conf="$(tr '\0' '\n' 2>/dev/null <"/proc/${pid}/cmdline" | grep -A1 -x -- --config | tail -n +2)"
 		case "${conf}" in
 		"${TOP}"/*) ;;
-		# (not a bare */containerd/config.toml: that is also /etc/containerd's)
-		*/containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
+		# another root tree's (LABS_ROOT_DIR=...: a CI run or a second
+		# checkout beside this one): root's all the way, with its own
+		# bin/, so not a learner's state folder. (Not a bare
+		# */containerd/config.toml: that is also /etc/containerd's.)
+		*/containerd/2.2/config.toml | */containerd/1.6/config.toml)
+			if [ "$(stat -c %u "${conf%/containerd/*}")" = 0 ] && [ -d "${conf%/containerd/*}/bin" ] &&
+				[ "$(stat -c %u "${conf%/containerd/*}/containerd")" = 0 ]; then
+				:
+			else
+				echo "${pid} ${conf}"
+			fi
+			;;
 		esac
 	done < <(grep -lsx containerd /proc/[0-9]*/comm)
 	true
