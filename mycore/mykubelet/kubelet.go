@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -133,6 +134,10 @@ type Kubelet struct {
 	mirrors *mirror.Reconciler
 	// logs rotates the logs of this node's running containers.
 	logs *logrotate.Rotator
+	// recorder records the node's events (events.go); Run starts and
+	// stops sending them.
+	recorder                record.EventRecorder
+	startEvents, stopEvents func()
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -187,8 +192,9 @@ func New(o Options) (*Kubelet, error) {
 		o.PodLogsDir = filepath.Join(o.PodLogsDir, o.NodeName)
 		k.o.PodLogsDir = o.PodLogsDir
 	}
+	k.recorder, k.startEvents, k.stopEvents = newEventRecorder(o.Client, o.NodeName)
 	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
-		Liveness: k.liveness, Startup: k.startup})
+		Liveness: k.liveness, Startup: k.startup, Recorder: k.recorder})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
@@ -211,7 +217,7 @@ func New(o Options) (*Kubelet, error) {
 	// Probes read pod IPs and container IDs from the status manager and
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
-		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log})
+		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log, Recorder: k.recorder})
 	// The container log manager (kubelet.go:720-732): the runtime writes
 	// the logs, only the kubelet bounds them. Only this node's containers:
 	// the course's nodes share one runtime.
@@ -242,6 +248,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// their own context: a graceful shutdown needs them after ctx ends.
 	node, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	// Events go out from the start and until everything else has
+	// stopped (the last kills record Killing events).
+	k.startEvents()
+	defer k.stopEvents()
 	defer wg.Wait()
 	defer cancel()
 
