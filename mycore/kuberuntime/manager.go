@@ -65,7 +65,9 @@ func New(c *cri.Client, o Options) *Manager {
 		m.log = func(string, ...any) {}
 	}
 	m.recorder = o.Recorder
-	m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
+	if c != nil { // nil: a Manager that only computes (actions_test.go)
+		m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
+	}
 	return m
 }
 
