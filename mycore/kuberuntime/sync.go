@@ -10,7 +10,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/events"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+	"k8s.io/kubernetes/pkg/kubelet/util/format"
 
 	"kubelet-labs/mycore/cri"
 )
@@ -96,6 +98,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		result.AddSyncResult(r)
 		if wait, msg := doBackOff(pod, c, podStatus, backOff); wait != nil {
 			m.log("  %s", msg)
+			// kuberuntime_manager.go:1927
+			m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", c.Name, format.Pod(pod))
 			r.Fail(wait, msg)
 			return wait
 		}
