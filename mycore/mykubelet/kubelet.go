@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -134,10 +133,8 @@ type Kubelet struct {
 	mirrors *mirror.Reconciler
 	// logs rotates the logs of this node's running containers.
 	logs *logrotate.Rotator
-	// recorder records the node's events (events.go); Run starts and
-	// stops sending them.
-	recorder                record.EventRecorder
-	startEvents, stopEvents func()
+	// recorder records the node's events (events.go) while Run runs.
+	recorder *nodeRecorder
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -192,7 +189,7 @@ func New(o Options) (*Kubelet, error) {
 		o.PodLogsDir = filepath.Join(o.PodLogsDir, o.NodeName)
 		k.o.PodLogsDir = o.PodLogsDir
 	}
-	k.recorder, k.startEvents, k.stopEvents = newEventRecorder(o.Client, o.NodeName)
+	k.recorder = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
 	k.manager = kuberuntime.New(o.CRI, kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
 		Liveness: k.liveness, Startup: k.startup, Recorder: k.recorder})
 	// The PLEG is upstream's, unchanged: it lists the runtime every
@@ -250,8 +247,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	// Events go out from the start and until everything else has
 	// stopped (the last kills record Killing events).
-	k.startEvents()
-	defer k.stopEvents()
+	k.recorder.start()
+	defer k.recorder.stop()
 	defer wg.Wait()
 	defer cancel()
 
