@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/events"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
 
 	"kubelet-labs/mycore/cri"
@@ -90,12 +91,13 @@ func IsConfigError(err error) bool {
 	return errors.As(err, &c)
 }
 
-// StartContainer is startContainer (kuberuntime_container.go:200) without
-// hooks: make sure the image is there, count the restart, create, start.
+// StartContainer is startContainer (kuberuntime_container.go:200): make
+// sure the image is there, count the restart, create, start, run the
+// postStart hook (hooks.go), with the kubelet's events on the way.
 // The restart count is the last instance's plus one (:222-227): the
 // runtime's annotations remember it, not the kubelet.
 func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus, ips PodIPs) (string, error) {
-	if err := m.EnsureImage(ctx, c.Image); err != nil {
+	if err := m.ensureImageWithEvents(ctx, pod, c); err != nil {
 		return "", err
 	}
 	restartCount := 0
@@ -107,7 +109,11 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 		return "", configError{err}
 	}
 	cfg, err := m.ContainerConfig(pod, c, restartCount, ips, user)
+	if err == nil {
+		err = m.addNodeMounts(pod, c, cfg, ips) // hosts.go, termination.go
+	}
 	if err != nil {
+		m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
 		return "", configError{err}
 	}
 	// The runtime opens the log file; the kubelet makes its folder (:361).
@@ -118,12 +124,19 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 	cctx := m.cri.Context(ctx)
 	id, err := m.cri.Runtime.CreateContainer(cctx, sandboxID, cfg, sandboxCfg)
 	if err != nil {
+		m.recordContainerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", grpcMessage(err))
 		return "", fmt.Errorf("CreateContainer %s: %w", c.Name, err)
 	}
+	m.recordContainerEvent(pod, c, id, v1.EventTypeNormal, events.CreatedContainer, "Container created")
 	if err := m.cri.Runtime.StartContainer(cctx, id); err != nil {
+		m.recordContainerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToStartContainer, "Error: %v", grpcMessage(err))
 		return id, fmt.Errorf("StartContainer %s: %w", c.Name, err)
 	}
+	m.recordContainerEvent(pod, c, id, v1.EventTypeNormal, events.StartedContainer, "Container started")
 	m.log("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		return id, m.runPostStart(ctx, pod, c, id)
+	}
 	return id, nil
 }
 

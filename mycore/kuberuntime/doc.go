@@ -11,6 +11,10 @@
 //     (mycore/plegruntime) reads back restart counts and container hashes.
 //   - security.go: the pod's securityContext as the CRI's sandbox and
 //     container security contexts; what it does not map is refused.
+//   - hooks.go: postStart and preStop hooks through upstream's handler
+//     runner; events.go: the container and image events.
+//   - hosts.go, termination.go (nodemounts.go): the files the kubelet
+//     mounts in every container, /etc/hosts and the termination log.
 //   - kill.go: stopping containers and pods (killContainer, KillPod).
 //   - gc.go: removing what is dead (kuberuntime_gc.go).
 package kuberuntime

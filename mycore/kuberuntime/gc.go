@@ -206,7 +206,7 @@ func (g *gc) removeOldest(ctx context.Context, cs []deadContainer, n int) []dead
 	for _, c := range cs[keep:] {
 		if c.unknown {
 			id := kubecontainer.ContainerID{Type: "cri", ID: c.id}
-			if err := g.m.killContainer(ctx, nil, id, c.name, ReasonUnknown, nil, nil); err != nil {
+			if err := g.m.killContainer(ctx, nil, id, c.name, ReasonUnknown, nil, nil, ""); err != nil {
 				g.fail(fmt.Errorf("stop container %s (state unknown) before removing it: %w", cri.ShortID(c.id), err))
 				continue
 			}

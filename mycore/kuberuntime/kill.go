@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/events"
 
 	"kubelet-labs/mycore/cri"
 )
@@ -80,8 +81,15 @@ func probeOf(c *v1.Container, reason KillReason) *v1.Probe {
 // hook are then read back from the annotations the kubelet wrote on the
 // container (restoreSpecsFromContainerLabels, kuberuntime_container.go:818).
 func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, gracePeriodOverride *int64) *kubecontainer.SyncResult {
+	return m.KillContainerWithMessage(ctx, pod, id, name, reason, "", gracePeriodOverride)
+}
+
+// KillContainerWithMessage is KillContainer whose Killing event says
+// message (computePodActions' reason, e.g. "Container app failed liveness
+// probe, will be restarted"); "" says "Stopping container NAME".
+func (m *Manager) KillContainerWithMessage(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, message string, gracePeriodOverride *int64) *kubecontainer.SyncResult {
 	r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, name)
-	if err := m.killContainer(ctx, pod, id, name, reason, gracePeriodOverride, nil); err != nil {
+	if err := m.killContainer(ctx, pod, id, name, reason, gracePeriodOverride, nil, message); err != nil {
 		r.Fail(kubecontainer.ErrKillContainer, err.Error())
 	}
 	return r
@@ -101,7 +109,7 @@ func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 //     timeout plus the grace (remote_runtime.go:444-452), so a SIGKILL at
 //     the end of the grace still has time to be reported;
 //  6. NotFound is success: the container is already gone (:912-913).
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, override *int64, ordering *terminationOrdering) error {
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, override *int64, ordering *terminationOrdering, message string) error {
 	var spec *v1.Container
 	if pod != nil {
 		if spec = kubecontainer.GetContainerSpec(pod, name); spec == nil {
@@ -122,6 +130,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 	}
 
 	grace, from := GracePeriod(pod, spec, reason, override)
+	if message == "" {
+		message = "Stopping container " + spec.Name
+	}
+	m.recordContainerEvent(pod, spec, id.ID, v1.EventTypeNormal, events.KillingContainer, "%v", message)
 	steps := fmt.Sprintf("%ds from %s", grace, from)
 	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		took := m.runPreStop(ctx, pod, id, spec, grace)
@@ -225,7 +237,7 @@ func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod,
 			defer utilruntime.HandleCrashWithContext(ctx)
 			defer wg.Done()
 			r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, c.Name)
-			if err := m.killContainer(ctx, pod, c.ID, c.Name, ReasonUnknown, override, ordering); err != nil {
+			if err := m.killContainer(ctx, pod, c.ID, c.Name, ReasonUnknown, override, ordering, ""); err != nil {
 				r.Fail(kubecontainer.ErrKillContainer, err.Error())
 			}
 			results <- r

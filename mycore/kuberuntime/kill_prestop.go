@@ -8,14 +8,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/events"
 
 	"kubelet-labs/mycore/cri"
 )
-
-// errHookNotSupported: an HTTP hook needs the pod's IP and an HTTP client
-// with the kubelet's rules (lifecycle/handlers.go runHTTPHandler); this
-// node runs exec and sleep hooks only.
-var errHookNotSupported = errors.New("only exec and sleep preStop hooks are supported on this node")
 
 // runPreStop is executePreStopHook (kuberuntime_container.go:781-806): run
 // the container's preStop hook, but never longer than the grace period,
@@ -23,8 +19,8 @@ var errHookNotSupported = errors.New("only exec and sleep preStop hooks are supp
 // because the hook runs inside it: `kubectl delete --grace-period=30` means
 // 30 s for hook and shutdown together.
 //
-// A failing hook is logged and the kill goes on (upstream records a
-// FailedPreStopHook event). Upstream runs the hook in a goroutine and stops
+// A failing hook is logged, recorded as a FailedPreStopHook event, and
+// the kill goes on. Upstream runs the hook in a goroutine and stops
 // waiting for it after the grace period, leaving the goroutine behind;
 // here the hook's context ends with the grace period instead, so ExecSync
 // returns and nothing is left running.
@@ -55,11 +51,17 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.
 			err = fmt.Errorf("sleep %ds did not finish within the grace period", h.Sleep.Seconds)
 		}
 	default:
-		err = errHookNotSupported
+		// httpGet: upstream's handler runner (hooks.go), to the pod's IP.
+		var msg string
+		if msg, err = m.hooks.Run(ctx, id, pod, c, h); err != nil && msg != "" {
+			err = errors.New(msg)
+		}
 	}
 	took := time.Since(start)
 	if err != nil {
 		m.log("  preStop hook of %s/%s failed after %.3fs: %v", pod.Name, c.Name, took.Seconds(), err)
+		// Not the error in the event: it may hold secrets (:795).
+		m.recordContainerEvent(pod, c, id.ID, v1.EventTypeWarning, events.FailedPreStopHook, "PreStopHook failed")
 	} else {
 		m.log("  preStop hook of %s/%s done in %.3fs", pod.Name, c.Name, took.Seconds())
 	}

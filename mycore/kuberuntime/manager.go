@@ -1,6 +1,9 @@
 package kuberuntime
 
 import (
+	"k8s.io/client-go/tools/record"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
 	"kubelet-labs/mycore/cri"
 )
 
@@ -10,6 +13,7 @@ import (
 type Manager struct {
 	cri         *cri.Client
 	podLogsDir  string
+	podsDir     string
 	volumes     VolumeMounter
 	seccompRoot string
 	labels      map[string]string
@@ -18,6 +22,10 @@ type Manager struct {
 	log         func(format string, args ...any)
 	// liveness and startup are the prober's results (Options).
 	liveness, startup ProbeResults
+	// recorder records the container events (hooks.go, events.go); hooks
+	// runs lifecycle hooks.
+	recorder record.EventRecorder
+	hooks    kubecontainer.HandlerRunner
 }
 
 // Options configure a Manager.
@@ -27,6 +35,10 @@ type Options struct {
 	// with N its restart count. Required: a container with no log is one
 	// kubectl logs cannot show.
 	PodLogsDir string
+	// PodsDir is the node's folder of pod data (the kubelet's ROOT/pods):
+	// each container's termination-message file and the pod's managed
+	// /etc/hosts go under PodsDir/UID. Empty: neither is mounted.
+	PodsDir string
 	// Volumes gives containers the mounts of their volumes
 	// (mycore/volumes.Manager), which the kubelet sets up before the sync
 	// reaches the runtime. nil: containers run without them (the mock
@@ -54,13 +66,21 @@ type Options struct {
 	// (NewKubeGenericRuntimeManager takes the kubelet's livenessManager and
 	// startupManager the same way). nil: no probes.
 	Liveness, Startup ProbeResults
+	// Recorder, if set, records the kubelet's container events (Pulled,
+	// Created, Started, Killing, FailedPostStartHook, FailedPreStopHook…)
+	// as the node; nil records none.
+	Recorder record.EventRecorder
 }
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
+	}
+	m.recorder = o.Recorder
+	if c != nil { // nil: a Manager that only computes (actions_test.go)
+		m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
 	}
 	return m
 }

@@ -10,7 +10,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/events"
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
+	"k8s.io/kubernetes/pkg/kubelet/util/format"
 
 	"kubelet-labs/mycore/cri"
 )
@@ -54,7 +56,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 	} else {
 		for _, id := range actions.killOrder() {
 			k := actions.ContainersToKill[id]
-			r := m.KillContainer(ctx, pod, id, k.Name, k.Reason, nil)
+			r := m.KillContainerWithMessage(ctx, pod, id, k.Name, k.Reason, k.Message, nil)
 			result.AddSyncResult(r)
 			if r.Error != nil {
 				return result
@@ -96,13 +98,18 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		result.AddSyncResult(r)
 		if wait, msg := doBackOff(pod, c, podStatus, backOff); wait != nil {
 			m.log("  %s", msg)
+			// kuberuntime_manager.go:1927
+			m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", c.Name, format.Pod(pod))
 			r.Fail(wait, msg)
 			return wait
 		}
 		if _, err := m.StartContainer(ctx, sandboxID, sandboxCfg, pod, c, podStatus, node); err != nil {
 			reason := kubecontainer.ErrRunContainer
-			if IsConfigError(err) {
+			switch {
+			case IsConfigError(err):
 				reason = kubekr.ErrCreateContainerConfig
+			case IsPostStartHookError(err):
+				reason = kubekr.ErrPostStartHook
 			}
 			r.Fail(reason, err.Error())
 			return err

@@ -144,6 +144,8 @@ type Kubelet struct {
 	services *services
 	// volumes sets up and tears down the pods' volumes; nil without PodsDir.
 	volumes *volumes.Manager
+	// recorder records the node's events (events.go) while Run runs.
+	recorder *nodeRecorder
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -199,12 +201,13 @@ func New(o Options) (*Kubelet, error) {
 		k.o.PodLogsDir = o.PodLogsDir
 	}
 	k.services = newServices(k)
+	k.recorder = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
 	var err error
 	if k.volumes, err = newVolumes(o, k.log); err != nil {
 		return nil, err
 	}
-	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
-		Liveness: k.liveness, Startup: k.startup, Env: k.envSources()}
+	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
+		Liveness: k.liveness, Startup: k.startup, Env: k.envSources(), Recorder: k.recorder}
 	if k.volumes != nil {
 		ro.Volumes = k.volumes
 	}
@@ -231,7 +234,7 @@ func New(o Options) (*Kubelet, error) {
 	// Probes read pod IPs and container IDs from the status manager and
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
-		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log})
+		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log, Recorder: k.recorder})
 	// The container log manager (kubelet.go:720-732): the runtime writes
 	// the logs, only the kubelet bounds them. Only this node's containers:
 	// the course's nodes share one runtime.
@@ -262,6 +265,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// their own context: a graceful shutdown needs them after ctx ends.
 	node, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	// Events go out from the start and until everything else has
+	// stopped (the last kills record Killing events).
+	k.recorder.start()
+	defer k.recorder.stop()
 	defer wg.Wait()
 	defer cancel()
 

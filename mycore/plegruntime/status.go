@@ -64,6 +64,7 @@ func (r *Runtime) GetPodStatus(ctx context.Context, pod *kubecontainer.Pod) (*ku
 			return nil, errors.New("container status is nil")
 		}
 		cs := toStatus(name, resp.Status)
+		withTerminationMessage(ctx, cs, resp.Status)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		if c.PodSandboxID == active {
 			st.ActiveContainerStatuses = append(st.ActiveContainerStatuses, cs)
@@ -87,7 +88,9 @@ func (r *Runtime) GetContainerStatus(ctx context.Context, _ types.UID, id kubeco
 	if resp.GetStatus() == nil {
 		return nil, errors.New("container status is nil")
 	}
-	return toStatus(r.runtimeName(ctx), resp.Status), nil
+	cs := toStatus(r.runtimeName(ctx), resp.Status)
+	withTerminationMessage(ctx, cs, resp.Status)
+	return cs, nil
 }
 
 // toStatus is convertToKubeContainerStatus (kuberuntime_container.go:686-776)

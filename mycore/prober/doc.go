@@ -26,8 +26,8 @@
 //
 // Differences from upstream: every worker ends on Stop, and a probe in
 // flight is cancelled with it (upstream workers run on until their pod is
-// removed); gRPC probes are not supported (the course's images have no
-// gRPC server); no events or metrics. One thing is as upstream and outlives
+// removed); the Unhealthy and ProbeWarning events go to Options.Recorder
+// (none without one); no metrics. One thing is as upstream and outlives
 // Stop for a moment: an HTTP probe cut short while connecting leaves
 // net/http's dial running (the transport keeps the connection for a later
 // request) until the connect succeeds or fails.

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/prober/results"
@@ -34,6 +35,9 @@ type Options struct {
 	Liveness, Readiness, Startup results.Manager
 	// Log gets one line per failed probe and per result change; nil is silent.
 	Log func(format string, args ...any)
+	// Recorder, if set, records the kubelet's probe events (Unhealthy,
+	// ProbeWarning) on the probed container.
+	Recorder record.EventRecorder
 	// Clock paces the workers (periods, the start-up spread, initial
 	// delays); nil: real time. Tests step a fake clock instead of
 	// sleeping through periods.
@@ -90,7 +94,7 @@ func NewManager(o Options) *Manager {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	m := &Manager{o: o, log: o.Log, prober: newProber(o.Runner), start: o.Clock.Now(), workers: map[probeKey]*worker{}}
+	m := &Manager{o: o, log: o.Log, prober: newProber(o.Runner, o.Recorder), start: o.Clock.Now(), workers: map[probeKey]*worker{}}
 	if m.log == nil {
 		m.log = func(string, ...any) {}
 	}
