@@ -135,7 +135,13 @@ old_layout_containerd() {
 		case "${conf}" in
 		"${TOP}"/*) ;;
 		# (not a bare */containerd/config.toml: that is also /etc/containerd's)
-		*/containerd/2.2/config.toml | */containerd/1.6/config.toml) echo "${pid} ${conf}" ;;
+		*/containerd/2.2/config.toml | */containerd/1.6/config.toml)
+			# another root's tree (LABS_ROOT_DIR of a second instance, e.g.
+			# CI's beside a developer's) is not the old layout: make_root_dir
+			# made it root's and 0711, which no state folder is
+			[ "$(stat -c %u:%a "${conf%/containerd/*/config.toml}" 2>/dev/null)" = 0:711 ] ||
+				echo "${pid} ${conf}"
+			;;
 		esac
 	done < <(grep -lsx containerd /proc/[0-9]*/comm)
 	true
