@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,12 +37,29 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 func main() {
 	var focus, skip multi
 	o := harness.Options{}
-	flag.Var(&focus, "focus", "a ginkgo regular expression of the specs to run, instead of the default selection (repeatable: any of them); empty: the default")
-	flag.Var(&skip, "skip", "a regular expression of specs not to run, besides [Serial], [Disruptive], [Slow] and [Flaky] (repeatable)")
-	flag.StringVar(&o.Node, "node", harness.NodeMyKubelet, "the node to test: 18 (lab 18, our kubelet) or 01 (lab 01, the real kubelet with the course's containerd as its CRI)")
-	flag.IntVar(&o.Procs, "procs", 12, "ginkgo processes running specs in parallel")
+	flag.Var(&focus, "focus", "a ginkgo regular expression of the specs to run, instead of the default selection (repeatable: any of them; $FOCUS)")
+	flag.Var(&skip, "skip", "a regular expression of specs not to run, besides [Serial], [Disruptive], [Slow] and [Flaky] (repeatable; $SKIP)")
+	flag.StringVar(&o.Node, "node", envOr("NODE", harness.NodeMyKubelet), "the node to test: 18 (lab 18, our kubelet) or 01 (lab 01, the real kubelet with the course's containerd as its CRI) ($NODE)")
+	flag.IntVar(&o.Procs, "procs", 12, "ginkgo processes running specs in parallel ($PROCS)")
 	flag.DurationVar(&o.Timeout, "timeout", 2*time.Hour, "give up on the specs after this long")
 	flag.BoolVar(&o.DryRun, "dry-run", false, "only list the selected specs (no cluster, no node)")
+	// `make conformance FOCUS=... SKIP=... NODE=... PROCS=...`: make
+	// exports its command line's variables to the recipe, so they arrive
+	// here without any quoting of the regular expressions
+	if v := os.Getenv("FOCUS"); v != "" {
+		focus = append(focus, v)
+	}
+	if v := os.Getenv("SKIP"); v != "" {
+		skip = append(skip, v)
+	}
+	if v := os.Getenv("PROCS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "conformance: PROCS=%s: want a number of processes, at least 1\n", v)
+			os.Exit(2)
+		}
+		o.Procs = n
+	}
 	flag.Parse()
 	o.Focus, o.Skip = harness.DefaultFocus, harness.DefaultSkip
 	if f := nonEmpty(focus); len(f) > 0 {
@@ -54,6 +72,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func nonEmpty(list []string) []string {
