@@ -100,8 +100,14 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 			return fmt.Errorf("ctr images import %s: %v: %s", tar, err, out)
 		}
 	}
-	if out, err := exec.Command(rt.Ctr, "-a", rt.Sock, "-n", "k8s.io", "images", "tag", "--force", rt.Env.PauseImage, images.Pause).CombinedOutput(); err != nil {
-		return fmt.Errorf("ctr images tag %s %s: %v: %s", rt.Env.PauseImage, images.Pause, err, out)
+	tags := [][2]string{{rt.Env.PauseImage, images.Pause}}
+	if all || want[images.Agnhost] {
+		tags = append(tags, [2]string{images.Agnhost, images.AgnhostPrev})
+	}
+	for _, t := range tags {
+		if out, err := exec.Command(rt.Ctr, "-a", rt.Sock, "-n", "k8s.io", "images", "tag", "--force", t[0], t[1]).CombinedOutput(); err != nil {
+			return fmt.Errorf("ctr images tag %s %s: %v: %s", t[0], t[1], err, out)
+		}
 	}
 	return nil
 }

@@ -22,10 +22,17 @@ import (
 
 // Upstream's names (test/utils/image/manifest.go:211-233 at v1.36.3).
 const (
-	Agnhost    = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
-	BusyBox    = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
-	Nonewprivs = "registry.k8s.io/e2e-test-images/nonewprivs:1.4"
-	NonRoot    = "registry.k8s.io/e2e-test-images/nonroot:1.5"
+	Agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+	// AgnhostPrev is tagged on Agnhost: "Pods should run through the
+	// lifecycle of Pods and PodStatus" only swaps one for the other.
+	AgnhostPrev = "registry.k8s.io/e2e-test-images/agnhost:2.55"
+	// GlibcDNSTesting is upstream's glibc image for resolver tests; the
+	// selection's hostnameOverride specs only run `hostname` and
+	// `hostname -f` in it, which busybox does.
+	GlibcDNSTesting = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0"
+	BusyBox         = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+	Nonewprivs      = "registry.k8s.io/e2e-test-images/nonewprivs:1.4"
+	NonRoot         = "registry.k8s.io/e2e-test-images/nonroot:1.5"
 	// Pause is not built: the course's pause image is tagged with this name.
 	Pause = "registry.k8s.io/pause:3.10.2"
 )
@@ -51,6 +58,7 @@ type Spec struct {
 func Specs(src Sources) []Spec {
 	specs := []Spec{
 		{BusyBox, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, BusyBox) }},
+		{GlibcDNSTesting, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, GlibcDNSTesting) }},
 		{NonRoot, func() (ociimage.Image, error) {
 			// upstream: debian-base with USER 1234 (test/images/nonroot/Dockerfile)
 			im, err := busyboxImage(src.BusyBox, NonRoot)
