@@ -43,7 +43,7 @@ func TestConformanceSlice(t *testing.T) {
 	defer cancel()
 	runDir := filepath.Join(l.Dir, "runs", "slice-"+time.Now().Format("20060102-150405"))
 	s, err := l.Run(ctx, harness.Options{
-		Focus: focus, Skip: harness.DefaultSkip, Node: harness.NodeMyKubelet, Procs: 4,
+		Focus: focus, Skip: harness.DefaultSkip, Node: harness.NodeMyKubelet, NodeName: "conformance-slice", Procs: 4,
 		Images: []string{images.BusyBox}, RunDir: runDir, Timeout: 20 * time.Minute,
 		Progress: testWriter{t},
 	})

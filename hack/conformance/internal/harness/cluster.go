@@ -31,16 +31,21 @@ const (
 	NodeRealKubelet = "01"
 )
 
-// NodeName is the name the tested node registers with.
-const NodeName = "conformance"
+// DefaultNodeName is the name the tested node registers with. Its
+// containers carry it (mykubelet.NodeLabel), so two runs on one containerd
+// with different names leave each other's containers alone.
+const DefaultNodeName = "conformance"
 
 // Cluster is what a run starts: a control plane, a scheduler and one node.
 type Cluster struct {
 	CP     *controlplane.ControlPlane
 	Client kubernetes.Interface
+	// NodeName is the node's name.
+	NodeName string
 	// NodeLog is the node's output.
 	NodeLog string
 	procs   []*child // started in order, stopped in reverse
+	dir     string   // the control plane's folder
 }
 
 // child is a process the run started, in its own process group, killed by
@@ -96,11 +101,12 @@ func (c *child) stop() {
 	}
 }
 
-// StartCluster starts a fresh control plane in <state>/conformance/cluster
-// on free ports, kube-scheduler, and the node of kind node, and waits until
-// the node is Ready with no taint. logDir receives the scheduler's and the
-// node's logs. On error nothing is left running.
-func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, logDir string, progress io.Writer) (_ *Cluster, err error) {
+// StartCluster starts a fresh control plane in runDir/cluster on free
+// ports, kube-scheduler, and the node of kind node named nodeName (its
+// state in runDir/node-state), and waits until the node is Ready with no
+// taint. runDir receives the scheduler's and the node's logs, the control
+// plane's are in runDir/cluster/logs. On error nothing is left running.
+func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, runDir string, progress io.Writer) (_ *Cluster, err error) {
 	if node != NodeMyKubelet && node != NodeRealKubelet {
 		return nil, fmt.Errorf("NODE=%s: choose %s (lab 18, our kubelet) or %s (lab 01, the real kubelet)", node, NodeMyKubelet, NodeRealKubelet)
 	}
@@ -112,14 +118,14 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, logDir stri
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{}
+	c := &Cluster{NodeName: nodeName, dir: filepath.Join(runDir, "cluster")}
 	defer func() {
 		if err != nil {
 			c.Stop()
 		}
 	}()
 	c.CP, err = controlplane.Start(ctx, controlplane.Config{
-		Dir: filepath.Join(l.Dir, "cluster"), BinDir: l.ControlPlaneBinDir, ModuleRoot: l.Repo,
+		Dir: c.dir, BinDir: l.ControlPlaneBinDir, ModuleRoot: l.Repo,
 		Fresh: true, UnsafeNoFsync: true, Progress: progress,
 		// upstream's default: a node is NotReady after 50 s without a lease
 		NodeMonitorGracePeriod: 50 * time.Second,
@@ -140,30 +146,29 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, logDir stri
 	s, err := startChild("kube-scheduler", scheduler, []string{
 		"--kubeconfig=" + admin, "--authentication-kubeconfig=" + admin, "--authorization-kubeconfig=" + admin,
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--leader-elect=false",
-	}, nil, filepath.Join(logDir, "kube-scheduler.log"), 10*time.Second)
+	}, nil, filepath.Join(runDir, "kube-scheduler.log"), 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	c.procs = append(c.procs, s)
 
-	c.NodeLog = filepath.Join(logDir, "node.log")
+	c.NodeLog = filepath.Join(runDir, "node.log")
 	var args, env []string
 	switch node {
 	case NodeMyKubelet:
 		// its own state folder: its certificates and pod folders are not
 		// those of a lab 18 the learner runs
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + NodeName, "--port=0", "--runtime=containerd"}
-		env = []string{"LABS_STATE_DIR=" + filepath.Join(l.Dir, "node-state")}
+		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--port=0", "--runtime=containerd"}
 	case NodeRealKubelet:
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + NodeName, "--cri-endpoint=" + rt.Env.Endpoint, "--node-ip=127.0.0.1"}
-		env = []string{"LABS_STATE_DIR=" + filepath.Join(l.Dir, "node-state")}
+		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--cri-endpoint=" + rt.Env.Endpoint, "--node-ip=127.0.0.1"}
 	}
+	env = []string{"LABS_STATE_DIR=" + filepath.Join(runDir, "node-state")}
 	n, err := startChild("node", nodeBin, args, env, c.NodeLog, 2*time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	c.procs = append(c.procs, n)
-	fmt.Fprintf(progress, "node %s (lab %s) starting, log %s\n", NodeName, node, c.NodeLog)
+	fmt.Fprintf(progress, "node %s (lab %s) starting, log %s\n", nodeName, node, c.NodeLog)
 	if err := c.waitNodeReady(ctx, n, 3*time.Minute); err != nil {
 		return nil, err
 	}
@@ -179,7 +184,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Dura
 		if n.exited() {
 			return fmt.Errorf("the node exited while starting: see %s", c.NodeLog)
 		}
-		node, err := c.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 		if err == nil {
 			last = "not Ready"
 			for _, cond := range node.Status.Conditions {
@@ -192,7 +197,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Dura
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not usable after %s (%s): see %s", NodeName, timeout, last, c.NodeLog)
+			return fmt.Errorf("node %s not usable after %s (%s): see %s", c.NodeName, timeout, last, c.NodeLog)
 		}
 		select {
 		case <-ctx.Done():
@@ -203,18 +208,22 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Dura
 }
 
 // Stop stops the node (it removes its pods' containers), the scheduler
-// and the control plane, in that order.
+// and the control plane, in that order, and removes etcd's data (the logs
+// stay).
 func (c *Cluster) Stop() error {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop()
 	}
 	c.procs = nil
+	var err error
 	if c.CP != nil {
-		err := c.CP.Stop()
+		err = c.CP.Stop()
 		c.CP = nil
-		return err
 	}
-	return nil
+	if c.dir != "" {
+		os.RemoveAll(filepath.Join(c.dir, "etcd"))
+	}
+	return err
 }
 
 func freePort() (int, error) {

@@ -29,8 +29,9 @@ type Options struct {
 	// Focus and Skip are ginkgo regular expressions (a spec runs if it
 	// matches any Focus and no Skip).
 	Focus, Skip []string
-	// Node is NodeMyKubelet or NodeRealKubelet.
-	Node string
+	// Node is NodeMyKubelet or NodeRealKubelet; NodeName its name
+	// (default DefaultNodeName).
+	Node, NodeName string
 	// Procs is ginkgo's parallel processes.
 	Procs int
 	// Images to make; nil: all.
@@ -72,7 +73,10 @@ func (l *Layout) Run(ctx context.Context, o Options) (report.Summary, error) {
 	if err := l.Images(rt, o.Images, o.Progress); err != nil {
 		return report.Summary{}, err
 	}
-	c, err := l.StartCluster(ctx, rt, o.Node, o.RunDir, o.Progress)
+	if o.NodeName == "" {
+		o.NodeName = DefaultNodeName
+	}
+	c, err := l.StartCluster(ctx, rt, o.Node, o.NodeName, o.RunDir, o.Progress)
 	if err != nil {
 		return report.Summary{}, err
 	}
