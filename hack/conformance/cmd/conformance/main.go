@@ -96,7 +96,11 @@ func run(o harness.Options) error {
 	if err != nil {
 		return err
 	}
-	o.RunDir = filepath.Join(l.Dir, "runs", time.Now().Format("20060102-150405"))
+	stamp := time.Now().Format("20060102-150405")
+	o.RunDir = filepath.Join(l.Dir, "runs", stamp)
+	// a name of its own: two runs on one containerd leave each other's
+	// containers alone (the node removes only those with its name)
+	o.NodeName = "conformance-" + stamp
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

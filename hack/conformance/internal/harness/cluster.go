@@ -160,7 +160,7 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, r
 		// those of a lab 18 the learner runs
 		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--port=0", "--runtime=containerd"}
 	case NodeRealKubelet:
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--cri-endpoint=" + rt.Env.Endpoint, "--node-ip=127.0.0.1"}
+		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--cri-endpoint=" + rt.Env.Endpoint}
 	}
 	env = []string{"LABS_STATE_DIR=" + filepath.Join(runDir, "node-state")}
 	n, err := startChild("node", nodeBin, args, env, c.NodeLog, 2*time.Minute)
