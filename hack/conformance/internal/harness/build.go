@@ -40,10 +40,15 @@ func (l *Layout) programs() map[string]program {
 			keyFiles: []string{filepath.Join(l.Module, "e2e", "e2e_test.go")}},
 		"ginkgo":         {name: "ginkgo", pkg: "github.com/onsi/ginkgo/v2/ginkgo"},
 		"kube-scheduler": {name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", flags: []string{"-ldflags", "-s -w " + controlplane.VersionLDFlags}},
-		"agnhost":        {name: "agnhost", pkg: "k8s.io/kubernetes/test/images/agnhost", static: true, flags: []string{"-ldflags", "-s -w"}},
-		"nnp":            {name: "nnp", pkg: "k8s.io/kubernetes/test/images/nonewprivs", static: true, flags: []string{"-ldflags", "-s -w"}},
-		"mykubelet":      {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
-		"fakenode":       {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
+		// agnhost is built as the control plane is (cgo on), not static:
+		// CGO_ENABLED=0 is another build configuration, a cold compile of
+		// every Kubernetes package it imports (25+ min here on a busy
+		// machine), while this one reuses lab 00's build cache; the image
+		// carries the C library it loads (internal/images).
+		"agnhost":   {name: "agnhost", pkg: "k8s.io/kubernetes/test/images/agnhost", flags: []string{"-ldflags", "-s -w"}},
+		"nnp":       {name: "nnp", pkg: "k8s.io/kubernetes/test/images/nonewprivs", static: true, flags: []string{"-ldflags", "-s -w"}},
+		"mykubelet": {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
+		"fakenode":  {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
 	}
 }
 

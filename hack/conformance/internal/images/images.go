@@ -1,7 +1,7 @@
 // Package images makes the e2e test images the conformance selection runs,
 // offline, under their exact upstream names (test/utils/image/manifest.go
 // at v1.36.3, lines 211-233), from what this machine has: Go programs of
-// upstream's own test/images built static, Debian's busybox-static, and
+// upstream's own test/images, Debian's busybox-static, and
 // for agnhost the few tools of its Dockerfile that tests exec (bash, curl)
 // with their shared libraries. What no test of the selection uses is not
 // made (nginx, glibc-dns-testing, the node-perf images...).
@@ -41,8 +41,9 @@ const (
 type Sources struct {
 	// BusyBox is a static busybox (Debian's busybox-static: /bin/busybox).
 	BusyBox string
-	// Agnhost and Nnp are upstream's test/images/agnhost and
-	// test/images/nonewprivs built with CGO_ENABLED=0; "" skips the image.
+	// Agnhost and Nnp are upstream's test/images/agnhost (built with cgo,
+	// its libraries are copied) and test/images/nonewprivs (static); ""
+	// skips the image.
 	Agnhost, Nnp string
 	// PorterDir holds test/images/agnhost/porter's localhost.crt and .key.
 	PorterDir string
@@ -137,6 +138,17 @@ func agnhostImage(src Sources) (ociimage.Image, error) {
 		ociimage.Entry{Path: "/uploads", Dir: true},
 		ociimage.Entry{Path: "/home/user-defined-in-image", Dir: true, UID: 1000, GID: 1000},
 	)
+	// agnhost is built with cgo (harness/build.go says why): its loader
+	// and C library come along
+	libs, err := withLibraries(src.Agnhost)
+	if err != nil {
+		return im, fmt.Errorf("agnhost image: %w", err)
+	}
+	for _, f := range libs {
+		if f != src.Agnhost {
+			im.Entries = append(im.Entries, ociimage.Entry{Path: f, Src: f, Mode: 0o755})
+		}
+	}
 	for _, prog := range []string{"/bin/bash", "/usr/bin/curl"} {
 		files, err := withLibraries(prog)
 		if err != nil {
