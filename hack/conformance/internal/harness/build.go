@@ -75,9 +75,7 @@ func (l *Layout) Build(name string, progress io.Writer) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	if !p.always {
-		fmt.Fprintf(progress, "building %s (%s)...\n", p.name, p.pkg)
-	}
+	fmt.Fprintf(progress, "building %s (%s)...\n", p.name, p.pkg)
 	tmp := bin + ".tmp"
 	args := []string{"build"}
 	if p.test {
@@ -102,8 +100,8 @@ func (l *Layout) Build(name string, progress io.Writer) (string, error) {
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
+	fmt.Fprintf(progress, "built %s in %s\n", p.name, time.Since(start).Round(time.Second))
 	if !p.always {
-		fmt.Fprintf(progress, "built %s in %s\n", p.name, time.Since(start).Round(time.Second))
 		if err := os.WriteFile(bin+".key", []byte(key), 0o644); err != nil {
 			return "", err
 		}
