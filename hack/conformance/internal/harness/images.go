@@ -92,7 +92,7 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 		if !all && !want[spec.Name] {
 			continue
 		}
-		tar, err := l.imageTar(spec, src, progress)
+		tar, err := l.imageTar(spec, progress)
 		if err != nil {
 			return err
 		}
@@ -113,15 +113,12 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 }
 
 // imageTar is the image's tar in the cache, made if its sources changed.
-func (l *Layout) imageTar(spec images.Spec, src images.Sources, progress io.Writer) (string, error) {
+func (l *Layout) imageTar(spec images.Spec, progress io.Writer) (string, error) {
 	base := strings.NewReplacer("/", "_", ":", "_").Replace(spec.Name)
 	tar := filepath.Join(l.ImageDir, base+".tar")
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", imageFormat, spec.Name)
-	for _, f := range []string{src.BusyBox, src.Agnhost, src.Nnp, "/bin/bash", "/usr/bin/curl"} {
-		if f == "" {
-			continue
-		}
+	for _, f := range spec.Inputs {
 		fi, err := os.Stat(f)
 		if err != nil {
 			continue // the image that needs it says so

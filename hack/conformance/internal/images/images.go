@@ -51,16 +51,19 @@ type Sources struct {
 
 // Spec is one image to make.
 type Spec struct {
-	Name  string
-	Build func() (ociimage.Image, error)
+	Name string
+	// Inputs are the files of this machine it is made of (a cache of
+	// built images compares them).
+	Inputs []string
+	Build  func() (ociimage.Image, error)
 }
 
 // Specs are the images src can make, BusyBox first (the cheapest).
 func Specs(src Sources) []Spec {
 	specs := []Spec{
-		{BusyBox, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, BusyBox) }},
-		{GlibcDNSTesting, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, GlibcDNSTesting) }},
-		{NonRoot, func() (ociimage.Image, error) {
+		{BusyBox, []string{src.BusyBox}, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, BusyBox) }},
+		{GlibcDNSTesting, []string{src.BusyBox}, func() (ociimage.Image, error) { return busyboxImage(src.BusyBox, GlibcDNSTesting) }},
+		{NonRoot, []string{src.BusyBox}, func() (ociimage.Image, error) {
 			// upstream: debian-base with USER 1234 (test/images/nonroot/Dockerfile)
 			im, err := busyboxImage(src.BusyBox, NonRoot)
 			im.User = "1234"
@@ -68,7 +71,7 @@ func Specs(src Sources) []Spec {
 		}},
 	}
 	if src.Nnp != "" {
-		specs = append(specs, Spec{Nonewprivs, func() (ociimage.Image, error) {
+		specs = append(specs, Spec{Nonewprivs, []string{src.BusyBox, src.Nnp}, func() (ociimage.Image, error) {
 			// test/images/nonewprivs/Dockerfile: nnp set-uid root in /usr/local/bin
 			im, err := busyboxImage(src.BusyBox, Nonewprivs)
 			im.Entries = append(im.Entries, ociimage.Entry{Path: "/usr/local/bin/nnp", Src: src.Nnp, Mode: 0o755 | os.ModeSetuid})
@@ -77,7 +80,7 @@ func Specs(src Sources) []Spec {
 		}})
 	}
 	if src.Agnhost != "" {
-		specs = append(specs, Spec{Agnhost, func() (ociimage.Image, error) { return agnhostImage(src) }})
+		specs = append(specs, Spec{Agnhost, []string{src.BusyBox, src.Agnhost, "/bin/bash", "/usr/bin/curl"}, func() (ociimage.Image, error) { return agnhostImage(src) }})
 	}
 	return specs
 }
