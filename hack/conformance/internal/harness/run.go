@@ -148,5 +148,8 @@ wait:
 		// no report: ginkgo itself failed (a bad regexp, a crashed suite)
 		return s, fmt.Errorf("ginkgo: %v, and no report (%v): see %s", runErr, err, logPath)
 	}
+	if len(s.Specs) == 0 {
+		return s, fmt.Errorf("no spec matched --focus %q (ginkgo matches \"Kubernetes e2e suite [sig-node] ...\"); list the selection with --dry-run", o.Focus)
+	}
 	return s, nil
 }
