@@ -158,7 +158,8 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, r
 	case NodeMyKubelet:
 		// its own state folder: its certificates and pod folders are not
 		// those of a lab 18 the learner runs
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--port=0", "--runtime=containerd"}
+		// a short shutdown grace: the e2e namespaces are gone by then
+		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--port=0", "--runtime=containerd", "--shutdown-grace-period=5s"}
 	case NodeRealKubelet:
 		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--cri-endpoint=" + rt.Env.Endpoint}
 	}
