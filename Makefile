@@ -13,21 +13,34 @@ TEST_TIMEOUT ?= 45m
 # binaries) that go test's result cache cannot see, so a cached "ok" could
 # be stale. hack/envcheck (vm.yaml and the kind config, checked with Lima's
 # and kind's own Go packages) is a nested module with no concurrency of
-# ours: it runs without -race.
+# ours: it runs without -race. hack/conformance (upstream's node
+# conformance e2e tests, a nested module at upstream's test dependency
+# versions) runs a fixed slice of specs against lab 18 the same way.
 GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
+CONFORMANCE_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 
-.PHONY: test build clean check tour
+.PHONY: test build clean check tour conformance
 
 ## test: every test against real components, then a summary that names
 ## every skipped test and why (internal/testsummary; the exit code is go
 ## test's)
 test:
-	go run ./internal/testsummary $(GO_TEST_FLAGS) ./... --- -C hack/envcheck $(ENVCHECK_FLAGS) ./...
+	go run ./internal/testsummary $(GO_TEST_FLAGS) ./... --- -C hack/envcheck $(ENVCHECK_FLAGS) ./... --- -C hack/conformance $(CONFORMANCE_FLAGS) ./...
 
 ## build: build the control plane binaries into the state folder (.labs/bin)
 build:
 	go run ./labs/00-cluster --build-only
+
+## conformance: upstream's node conformance e2e tests (Kubernetes
+## v1.36.3, 201 specs) against lab 18 on the course's containerd (sudo
+## scripts/containerd-up.sh first), on a control plane, scheduler and ports
+## of its own; prints passed/failed/skipped and each failure's cause, keeps
+## the report in .labs/conformance/runs/. FOCUS=regexp (instead of the
+## selection), SKIP=regexp (more to skip), NODE=01 (lab 01's real kubelet),
+## PROCS=12 (parallel ginkgo processes). hack/conformance
+conformance:
+	go run -C hack/conformance ./cmd/conformance
 
 ## tour: every lab's README in order, typed as a learner types it (lab
 ## 00's control plane under all of them; the labs on containerd when it is

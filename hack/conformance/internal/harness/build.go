@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"kubelet-labs/internal/controlplane"
+)
+
+// program is a Go program the run needs, built into the cache folder.
+type program struct {
+	name string
+	// pkg is built in the module at dir (the nested module by default).
+	pkg string
+	// test: `go test -c` (the e2e binary) instead of `go build`.
+	test   bool
+	static bool // CGO_ENABLED=0 (what goes into an image)
+	flags  []string
+	// always: no cache key; go's own build cache decides (our kubelet,
+	// whose source changes between runs).
+	always bool
+	// inRepo: built in the repository's own module (lab 18).
+	inRepo bool
+	// keyFiles are hashed into the cache key besides go.mod, go.sum and
+	// the Go version.
+	keyFiles []string
+}
+
+func (l *Layout) programs() map[string]program {
+	return map[string]program{
+		"e2e.test": {name: "e2e.test", pkg: "./e2e", test: true, flags: []string{"-tags", "conformance"},
+			keyFiles: []string{filepath.Join(l.Module, "e2e", "e2e_test.go")}},
+		"ginkgo":         {name: "ginkgo", pkg: "github.com/onsi/ginkgo/v2/ginkgo"},
+		"kube-scheduler": {name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", flags: []string{"-ldflags", "-s -w " + controlplane.VersionLDFlags}},
+		// agnhost is built as the control plane is (cgo on), not static:
+		// CGO_ENABLED=0 is another build configuration, a cold compile of
+		// every Kubernetes package it imports (25+ min here on a busy
+		// machine), while this one reuses lab 00's build cache; the image
+		// carries the C library it loads (internal/images).
+		"agnhost":   {name: "agnhost", pkg: "k8s.io/kubernetes/test/images/agnhost", flags: []string{"-ldflags", "-s -w"}},
+		"nnp":       {name: "nnp", pkg: "k8s.io/kubernetes/test/images/nonewprivs", static: true, flags: []string{"-ldflags", "-s -w"}},
+		"mykubelet": {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
+		"fakenode":  {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
+	}
+}
+
+// Build builds the named program unless the cache folder holds one built
+// from the same go.mod, go.sum, Go version and sources; it returns its path.
+func (l *Layout) Build(name string, progress io.Writer) (string, error) {
+	p, ok := l.programs()[name]
+	if !ok {
+		return "", fmt.Errorf("no program %q", name)
+	}
+	bin := filepath.Join(l.BinDir, p.name)
+	key, err := l.key(p)
+	if err != nil {
+		return "", err
+	}
+	if !p.always {
+		if old, err := os.ReadFile(bin + ".key"); err == nil && string(old) == key {
+			if _, err := os.Stat(bin); err == nil {
+				return bin, nil
+			}
+		}
+	}
+	if err := os.MkdirAll(l.BinDir, 0o755); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	fmt.Fprintf(progress, "building %s (%s)...\n", p.name, p.pkg)
+	tmp := bin + ".tmp"
+	args := []string{"build"}
+	if p.test {
+		args = []string{"test", "-c", "-vet=off"}
+	}
+	args = append(append(args, p.flags...), "-o", tmp, p.pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = l.Module
+	if p.inRepo {
+		cmd.Dir = l.Repo
+	}
+	cmd.Env = os.Environ()
+	if p.static {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("go %s (in %s) failed: %v\n%s", strings.Join(args, " "), cmd.Dir, err, out.String())
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "built %s in %s\n", p.name, time.Since(start).Round(time.Second))
+	if !p.always {
+		if err := os.WriteFile(bin+".key", []byte(key), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return bin, nil
+}
+
+// key is what a cached build must match.
+func (l *Layout) key(p program) (string, error) {
+	h := sha256.New()
+	ver, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	fmt.Fprintf(h, "%s\n%s\n%q\n%v\n", ver, p.pkg, p.flags, p.static)
+	for _, f := range append([]string{filepath.Join(l.Module, "go.mod"), filepath.Join(l.Module, "go.sum")}, p.keyFiles...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
