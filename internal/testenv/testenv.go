@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,11 @@ func ControlPlane(tb testing.TB) *controlplane.ControlPlane {
 			failed = true
 			mu.Unlock()
 			tb.Logf("control plane logs (kept after the run): %v", shared.LogFiles())
+			// CI throws the machine away: what the logs say about the
+			// failure must be in the test's own output.
+			for _, f := range shared.LogFiles() {
+				tb.Logf("the last lines of %s:\n%s", filepath.Base(f), logTail(f, tailLines))
+			}
 		}
 	})
 	return shared
@@ -213,6 +219,22 @@ func sweepStale(testsDir string) {
 			os.RemoveAll(p)
 		}
 	}
+}
+
+// tailLines is how much of each component's log a failed test prints.
+const tailLines = 25
+
+// logTail returns the last n lines of a log, or why it cannot.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 type testWriter struct{ tb testing.TB }

@@ -211,9 +211,12 @@ func podLife(t *testing.T, rt critest.Runtime, flavour string) {
 	}
 	// the garbage collector (every 2 s here, 1 min in a kubelet) removes
 	// the dead containers and the sandbox of the pod that is gone
+	// — and then says so: the runtime can be empty a moment before the
+	// line is printed, so the poll waits for both.
 	testenv.Poll(t, "the pod's containers and sandbox removed by the GC", time.Minute, func() (bool, error) {
 		sbs, err := c.Pods(context.Background(), map[string]string{kubetypes.KubernetesPodUIDLabel: string(pod.UID)})
-		return err == nil && len(sbs) == 0 && len(containersOf(t, c, string(pod.UID))) == 0, err
+		return err == nil && len(sbs) == 0 && len(containersOf(t, c, string(pod.UID))) == 0 &&
+			strings.Contains(r.Out.String(), "gc      removed"), err
 	})
 	out := r.Out.String()
 	for _, want := range []string{"SyncTerminatingPod", "SyncTerminatedPod", "ContainerStarted", "gc      removed"} {
