@@ -75,10 +75,17 @@ type Options struct {
 	// can take any pod bound to it; the other labs' nodes run part of one
 	// for the pods the lab makes, and keep the taint.
 	Schedulable bool
+	// PodFiles gives the kubelet the node's pods folder (mykubelet's
+	// PodsDir): the pods' volumes, termination-message files and managed
+	// /etc/hosts. Only lab 18 runs that whole kubelet; the other labs'
+	// nodes stop without a graceful shutdown (their pods keep running on
+	// containerd), so the tmpfs of a pod's token volume would outlive the
+	// lab in the learner's state folder — and they do not teach volumes.
+	PodFiles bool
 	// Kubelet holds the lab's own kubelet settings (periods, back-off,
 	// static pods, shutdown grace, Log; a nil Log prints every step
-	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir, PodsDir
-	// and HostIPs.
+	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir, HostIPs
+	// and, with PodFiles, PodsDir.
 	Kubelet mykubelet.Options
 	// Server, if set, puts the node server in front of the kubelet (labs
 	// 14, 18). Without one (labs 12, 17) the Node publishes no port, so
@@ -219,7 +226,9 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	ko := o.Kubelet
 	ko.NodeName, ko.Client, ko.CRI, ko.PodLogsDir, ko.HostIPs = o.Name, n.Joined.Client, n.Runtime.CRI, n.Runtime.PodLogsDir, []string{n.IP.String()}
 	// the kubelet's ROOT/pods: each pod's volumes, in the node's folder
-	ko.PodsDir = filepath.Join(dir, "pods")
+	if o.PodFiles {
+		ko.PodsDir = filepath.Join(dir, "pods")
+	}
 	if ko.Log == nil {
 		ko.Log = out.Stamped
 	}

@@ -115,11 +115,6 @@ func onFailurePod(t *testing.T, name, ns, node, image, exit string) *v1.Pod {
 	}
 	pod.Name, pod.Namespace, pod.Spec.NodeName = name, ns, node
 	pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
-	// no service account token volume: the node stops with these pods
-	// still bound, and a node that stops without a graceful shutdown keeps
-	// its pods' volumes mounted, as a kubelet does (the test's folder then
-	// could not be removed)
-	pod.Spec.AutomountServiceAccountToken = new(bool)
 	app := &pod.Spec.Containers[0]
 	app.Image = image
 	greeting := strings.SplitAfter(app.Args[0], "\n")[1] // the echo line

@@ -48,9 +48,6 @@ func busybox(ns, name, node, image, script string) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.PodSpec{
 			NodeName: node, TerminationGracePeriodSeconds: &grace, RestartPolicy: v1.RestartPolicyAlways,
-			// no token volume: some tests stop the node with the pod bound,
-			// and its volumes stay mounted then (see the exercise's pods)
-			AutomountServiceAccountToken: new(bool),
 			Containers: []v1.Container{{
 				Name: "app", Image: image, ImagePullPolicy: v1.PullIfNotPresent,
 				Command: []string{"sh", "-c", script},

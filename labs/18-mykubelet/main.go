@@ -153,6 +153,8 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: token, Runtime: o.runtime, Timeout: o.timeout,
 		// our whole kubelet: a scheduler may place pods here (no NoSchedule taint)
 		Schedulable: true,
+		// and its pods' volumes, termination messages and /etc/hosts
+		PodFiles: true,
 		Kubelet: mykubelet.Options{
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,

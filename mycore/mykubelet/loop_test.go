@@ -3,6 +3,7 @@ package mykubelet
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletlabels "k8s.io/kubelet/pkg/types"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/internal/testenv"
@@ -112,5 +114,55 @@ func TestRemoveStopsThePod(t *testing.T) {
 	})
 	if st := n.containerState(t, id); st.ExitCode != 143 {
 		t.Errorf("the container exited %d, want 143 (SIGTERM: stopped, not killed)", st.ExitCode)
+	}
+}
+
+// TestDeleteAPodThatNeverStarted: a pod whose volume cannot be set up (its
+// ConfigMap does not exist) never gets a sandbox; deleted, it has nothing
+// to stop, and the node lets it go at once. The runtime answers "pod
+// sandboxes not found" when asked for it, which SyncTerminatingPod takes as
+// an empty pod, as upstream does (kubelet.go:2343-2352) — not as an error
+// that its worker would retry for ever, the pod Terminating for good.
+func TestDeleteAPodThatNeverStarted(t *testing.T) {
+	n := newNode(t, "t-never-started")
+	n.start(t, Options{PodsDir: filepath.Join(n.dir, "pods")})
+	ns := n.namespace(t)
+	ctx := context.Background()
+	grace := int64(30)
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns},
+		Spec: v1.PodSpec{
+			NodeName: n.name, TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken: new(bool),
+			Containers: []v1.Container{{Name: "main", Image: mockBusyboxImage, Command: []string{"sleep", "infinity"},
+				VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/config"}}}},
+			Volumes: []v1.Volume{{Name: "config", VolumeSource: v1.VolumeSource{
+				ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "not-there"}}}}},
+		},
+	}
+	p, err := n.admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollNil(t, "stuck's volume refused", patient, func() error {
+		if !n.log.has("not-there") {
+			return fmt.Errorf("no line about the missing ConfigMap yet")
+		}
+		return nil
+	})
+	sbs, err := n.cri.Pods(ctx, map[string]string{kubeletlabels.KubernetesPodUIDLabel: string(p.UID)})
+	if err != nil || len(sbs) != 0 {
+		t.Fatalf("the runtime has %d sandbox(es) of stuck (%v), want none: its volume was never set up", len(sbs), err)
+	}
+
+	if err := n.admin.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollNil(t, "stuck deleted from the apiserver by the node", patient, func() error {
+		_, err := n.getPod(ns, "stuck")
+		return notFound(err)
+	})
+	if n.log.has("sandboxes not found") {
+		t.Errorf("the node logged the runtime's 'pod sandboxes not found' as a failure:\n%s", n.log)
 	}
 }

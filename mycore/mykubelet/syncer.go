@@ -2,7 +2,9 @@ package mykubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -103,9 +105,15 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	// Stopped: readiness has nothing left to probe (:2336).
 	k.probes.RemovePod(pod)
 	// Ask the runtime again, not the cache: the kill just changed it (:2335-2370).
+	// A pod that never got a sandbox (or whose sandboxes are gone) has
+	// nothing left to stop: an empty runtime pod, not an error that the
+	// worker would retry forever (:2343-2352).
 	rp, err := k.runtime.GetPod(ctx, pod.UID)
+	if errors.Is(err, kubecontainer.ErrPodNotFound) {
+		rp, err = &kubecontainer.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: time.Now()}, nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("unable to get pod prior to final pod termination: %w", err)
 	}
 	stopped, err := k.runtime.GetPodStatus(ctx, rp)
 	if err != nil {
