@@ -2,6 +2,7 @@ package kuberuntime_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,8 +53,9 @@ func envManager() *kuberuntime.Manager {
 	return kuberuntime.New(nil, kuberuntime.Options{Env: &kuberuntime.EnvSources{
 		Objects: objects{
 			cms: map[string]*v1.ConfigMap{
-				"one": {Data: map[string]string{"A": "1", "B": "1"}},
-				"two": {Data: map[string]string{"B": "2", "C": "2"}},
+				"one":    {Data: map[string]string{"A": "1", "B": "1"}},
+				"two":    {Data: map[string]string{"B": "2", "C": "2"}},
+				"dashes": {Data: map[string]string{"data-1": "value-1"}},
 			},
 			secrets: map[string]*v1.Secret{"s": {Data: map[string][]byte{"K": []byte("secret")}}},
 		},
@@ -207,5 +209,26 @@ func TestContainerResourcesToCRI(t *testing.T) {
 	}
 	if r := cfg.GetLinux().GetResources(); r.CpuShares != 2 || r.CpuQuota != 0 || r.MemoryLimitInBytes != 0 || r.OomScoreAdj != 1000 {
 		t.Errorf("BestEffort resources %+v, want shares 2, quota 0 (none: MilliCPUToQuota of no limit), no memory limit, oom_score_adj 1000", r)
+	}
+}
+
+// TestEnvFromKeysThatAreNotShellNames: envFrom passes every key, with any
+// prefix, as upstream does since the relaxed environment-variable
+// validation (the conformance specs "consumable via the environment" with
+// prefixes "p-", "1-", "$_-", "#@!"). Whether a container's shell keeps
+// them is the image's business (hack/conformance/BASELINE.md).
+func TestEnvFromKeysThatAreNotShellNames(t *testing.T) {
+	var from []v1.EnvFromSource
+	for _, prefix := range []string{"", "p-", "1-", "$_-", "#@!"} {
+		from = append(from, v1.EnvFromSource{Prefix: prefix, ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "dashes"}}})
+	}
+	got, err := envOf(t, envManager(), envPod(false, v1.Container{EnvFrom: from}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"data-1=value-1", "p-data-1=value-1", "1-data-1=value-1", "$_-data-1=value-1", "#@!data-1=value-1"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("env %v lacks %s", got, want)
+		}
 	}
 }
