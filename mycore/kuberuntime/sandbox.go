@@ -6,6 +6,7 @@ import (
 	"os"
 
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -17,10 +18,10 @@ import (
 // SandboxConfig is generatePodSandboxConfig (kuberuntime_sandbox.go:78)
 // for what our node supports: metadata with the attempt number, the
 // kubelet's labels, the pod's annotations, hostname, log folder, host
-// ports, the Linux namespaces and the pod's security context
-// (sandboxSecurity). Left out: DNS (the runtime then gives the pod no
-// resolv.conf of the cluster), cgroup parent, sysctls (refused, see
-// unsupportedSecurity) and resources.
+// ports, the Linux namespaces, the pod's security context
+// (sandboxSecurity) and its sysctls (sandboxSysctls). Left out: DNS (the
+// runtime then gives the pod no resolv.conf of the cluster), cgroup
+// parent and resources.
 func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -31,6 +32,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		LogDirectory: kubekr.BuildPodLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: sandboxSecurity(pod),
+			Sysctls:         sandboxSysctls(pod),
 		},
 	}
 	if !kubecontainer.IsHostNetworkPod(pod) {
@@ -100,4 +102,21 @@ func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	}
 	m.log("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(id))
 	return id, nil
+}
+
+// sandboxSysctls is generatePodSandboxLinuxConfig's sysctls
+// (kuberuntime_sandbox.go:179-185), their names with dots as separators:
+// runc checks a name's namespace by its dots, so "kernel/shm_rmid_forced"
+// would be refused — upstream converts the pod's names in place before it
+// creates the sandbox (kuberuntime_manager.go:1575-1583); we convert the
+// copy. Which sysctls a pod may set at all is the kubelet's admission
+// (mykubelet, pkg/kubelet/sysctl's allowlist).
+func sandboxSysctls(pod *v1.Pod) map[string]string {
+	out := map[string]string{}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		for _, s := range sc.Sysctls {
+			out[utilsysctl.NormalizeName(s.Name)] = s.Value
+		}
+	}
+	return out
 }

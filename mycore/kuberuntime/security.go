@@ -224,10 +224,6 @@ func unsupportedSecurity(pod *v1.Pod, c *v1.Container) error {
 		if psc.AppArmorProfile != nil {
 			set = append(set, "spec.securityContext.appArmorProfile")
 		}
-		if len(psc.Sysctls) > 0 {
-			// upstream also needs an allowlist of safe sysctls (pkg/kubelet/sysctl)
-			set = append(set, "spec.securityContext.sysctls")
-		}
 	}
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
 		set = append(set, "spec.hostUsers: false (a user namespace)")

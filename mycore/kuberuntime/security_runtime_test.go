@@ -15,7 +15,8 @@ import (
 // What a pod's securityContext asks for is what the container gets: a
 // restricted container runs as uid 1000 with no effective capabilities, a
 // read-only root filesystem refuses a write that the same image allows
-// without it, and /proc/sys is read-only (the default read-only paths).
+// without it, /proc/sys is read-only (the default read-only paths), and
+// the pod's sysctl is set in its namespaces.
 // The mock runs no processes: there only the uid is checked (its `id`
 // reports the config's runAsUser), and that it accepts the fields.
 func TestSecurityContextOnRuntime(t *testing.T) {
@@ -32,6 +33,8 @@ func TestSecurityContextOnRuntime(t *testing.T) {
 		readonly := ctr("readonly", script)
 		readonly.SecurityContext = &v1.SecurityContext{ReadOnlyRootFilesystem: &yes}
 		pod := killPod("secctx", 1, restricted, readonly, ctr("writable", script))
+		// a safe sysctl, named with slashes as a pod may (sandboxSysctls)
+		pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}}}
 		_, ids := e.start(t, pod)
 
 		exec := func(name string, cmd ...string) (string, int) {
@@ -59,6 +62,9 @@ func TestSecurityContextOnRuntime(t *testing.T) {
 		}
 		if out, code := exec("writable", "grep", "-E", "^CapEff:", "/proc/self/status"); code != 0 || strings.Contains(out, "0000000000000000") {
 			t.Errorf("CapEff in writable: %q (exit %d), want the runtime's default set", out, code)
+		}
+		if out, _ := exec("writable", "cat", "/proc/sys/kernel/shm_rmid_forced"); out != "1" {
+			t.Errorf("kernel.shm_rmid_forced in the pod: %q, want 1 (the pod's sysctl)", out)
 		}
 		if out, code := exec("readonly", "touch", "/probe"); code == 0 || !strings.Contains(out, "Read-only file system") {
 			t.Errorf("touch /probe in readonly: exit %d %q, want Read-only file system", code, out)

@@ -1,6 +1,7 @@
 package kuberuntime_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -194,7 +195,6 @@ func TestUnsupportedSecurityContextRefused(t *testing.T) {
 		{"procMount Unmasked", nil, &v1.SecurityContext{ProcMount: &unmasked}, nil, "procMount: Unmasked"},
 		{"pod windowsOptions", &v1.PodSecurityContext{WindowsOptions: &v1.WindowsSecurityContextOptions{}}, nil, nil, "windowsOptions"},
 		{"container windowsOptions", nil, &v1.SecurityContext{WindowsOptions: &v1.WindowsSecurityContextOptions{}}, nil, "windowsOptions"},
-		{"sysctls", &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}}, nil, nil, "sysctls"},
 		{"hostUsers false", nil, nil, func(p *v1.Pod) { p.Spec.HostUsers = boolp(false) }, "hostUsers"},
 		{"unknown supplementalGroupsPolicy", &v1.PodSecurityContext{SupplementalGroupsPolicy: func() *v1.SupplementalGroupsPolicy { p := v1.SupplementalGroupsPolicy("Loose"); return &p }()}, nil, nil, "supplementalGroupsPolicy"},
 	} {
@@ -242,5 +242,27 @@ func TestRunAsNonRoot(t *testing.T) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A pod's sysctls go to its sandbox with dots as separators (runc refuses
+// "kernel/shm_rmid_forced"); a pod without any asks for none.
+func TestSandboxSysctls(t *testing.T) {
+	m := kuberuntime.New(nil, kuberuntime.Options{})
+	pod, c := secPod(&v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel/shm_rmid_forced", Value: "1"},
+		{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"},
+	}}, nil)
+	got := m.SandboxConfig(pod, 0).GetLinux().GetSysctls()
+	want := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_unprivileged_port_start": "0"}
+	if !maps.Equal(got, want) {
+		t.Errorf("sandbox sysctls %v, want %v", got, want)
+	}
+	if _, err := m.ContainerConfig(pod, c, 0, kuberuntime.PodIPs{}, rootImage); err != nil {
+		t.Errorf("a pod with sysctls is refused: %v", err)
+	}
+	plain, _ := secPod(nil, nil)
+	if got := m.SandboxConfig(plain, 0).GetLinux().GetSysctls(); len(got) != 0 {
+		t.Errorf("a pod without sysctls: sandbox sysctls %v", got)
 	}
 }

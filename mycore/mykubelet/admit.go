@@ -9,6 +9,7 @@ import (
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	"k8s.io/kubernetes/pkg/kubelet/sysctl"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	"k8s.io/kubernetes/pkg/kubelet/util/sliceutils"
 
@@ -20,9 +21,10 @@ import (
 // then — unless it is already terminal or being stopped — admitted or
 // rejected, and only an admitted pod goes to its worker. A rejected pod
 // never runs: it is Failed with the reason (rejectPod, kubelet.go:2589).
-// Our admission is the predicate admit handler's OS checks (admitOS); the
-// resource fit, node affinity, host ports and the other handlers
-// (eviction, sysctls, AppArmor …) are left out.
+// Our admission is the predicate admit handler's OS checks (admitOS) and
+// upstream's sysctl allowlist (newSysctlAdmission); the resource fit, node
+// affinity, host ports and the other handlers (eviction, AppArmor …) are
+// left out.
 func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	pods = append([]*v1.Pod(nil), pods...)
 	sort.Sort(sliceutils.PodsByCreationTime(pods))
@@ -37,6 +39,10 @@ func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		if !k.workers.IsPodTerminationRequested(p.UID) && !podutil.IsPodPhaseTerminal(p.Status.Phase) {
 			if reason, message, ok := admitOS(p, runtime.GOOS); !ok {
 				k.rejectPod(p, reason, message)
+				continue
+			}
+			if r := k.sysctls.Admit(&lifecycle.PodAdmitAttributes{Pod: p}); !r.Admit {
+				k.rejectPod(p, r.Reason, r.Message)
 				continue
 			}
 		}
@@ -69,4 +75,13 @@ func (k *Kubelet) rejectPod(pod *v1.Pod, reason, message string) {
 		Reason:   reason,
 		Message:  "Pod was rejected: " + message,
 	})
+}
+
+// newSysctlAdmission is the kubelet's sysctl admit handler (kubelet.go:
+// 1100-1105), upstream's own: the safe sysctls for this kernel
+// (pkg/kubelet/sysctl/safe_sysctls.go) and no unsafe ones allowed (the
+// kubelet's --allowed-unsafe-sysctls is empty by default). A pod asking
+// for another is rejected with reason SysctlForbidden before it runs.
+func newSysctlAdmission(ctx context.Context) (lifecycle.PodAdmitHandler, error) {
+	return sysctl.NewAllowlist(sysctl.SafeSysctlAllowlist(ctx))
 }

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 
 	"kubelet-labs/internal/testenv"
 )
@@ -136,4 +137,34 @@ func cond(p *v1.Pod, c v1.PodConditionType) v1.ConditionStatus {
 		}
 	}
 	return ""
+}
+
+// TestSysctlAdmission: upstream's allowlist admits the safe sysctls (with
+// either separator) and rejects an unsafe one, and a net sysctl on a host
+// network pod, with reason SysctlForbidden — what the conformance spec
+// "should not launch unsafe, but not explicitly enabled sysctls" expects.
+func TestSysctlAdmission(t *testing.T) {
+	admission, err := newSysctlAdmission(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		sysctl  string
+		hostNet bool
+		admit   bool
+	}{
+		{"safe", "kernel.shm_rmid_forced", false, true},
+		{"safe with slashes", "kernel/shm_rmid_forced", false, true},
+		{"unsafe", "kernel.msgmax", false, false},
+		{"net on the host's network", "net.ipv4.ip_unprivileged_port_start", true, false},
+		{"net in the pod's network", "net.ipv4.ip_unprivileged_port_start", false, true},
+	} {
+		pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: tc.hostNet,
+			SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: tc.sysctl, Value: "1"}}}}}
+		r := admission.Admit(&lifecycle.PodAdmitAttributes{Pod: pod})
+		if r.Admit != tc.admit || (!r.Admit && r.Reason != "SysctlForbidden") {
+			t.Errorf("%s (%s): admit=%v reason %q %q, want admit=%v (reason SysctlForbidden when not)", tc.name, tc.sysctl, r.Admit, r.Reason, r.Message, tc.admit)
+		}
+	}
 }

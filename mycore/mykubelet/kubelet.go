@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/kubernetes/pkg/kubelet/pleg"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
@@ -142,6 +143,9 @@ type Kubelet struct {
 	logs *logrotate.Rotator
 	// services are watched for the containers' service variables.
 	services *services
+	// sysctls admits a pod only with the sysctls upstream's allowlist
+	// allows (admit.go).
+	sysctls lifecycle.PodAdmitHandler
 	// volumes sets up and tears down the pods' volumes; nil without PodsDir.
 	volumes *volumes.Manager
 	// recorder records the node's events (events.go) while Run runs.
@@ -203,6 +207,9 @@ func New(o Options) (*Kubelet, error) {
 	k.services = newServices(k)
 	k.recorder = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
 	var err error
+	if k.sysctls, err = newSysctlAdmission(context.Background()); err != nil {
+		return nil, err
+	}
 	if k.volumes, err = newVolumes(o, k.log); err != nil {
 		return nil, err
 	}
