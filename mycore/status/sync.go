@@ -265,6 +265,10 @@ func (m *Manager) needsReconcile(uid types.UID, st versioned) bool {
 // containers could still run: other components free a pod's resources
 // once it is terminal, so it must really be over.
 func mergePodStatus(pod *v1.Pod, old, next v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
+	// next shares its slices with the cached status that GetPodStatus
+	// copies under the read lock; this function writes into them
+	// (updateLastTransitionTime), so it works on its own copy.
+	next = *next.DeepCopy()
 	conditions := make([]v1.PodCondition, 0, len(old.Conditions)+len(next.Conditions))
 	for _, c := range old.Conditions {
 		if !kubetypes.PodConditionByKubelet(c.Type) {
