@@ -39,6 +39,9 @@ type PodActions struct {
 	// and pod.Spec.Containers.
 	InitContainersToStart []int
 	ContainersToStart     []int
+	// EphemeralContainersToStart index pod.Spec.EphemeralContainers: the
+	// debug containers added since the last sync (never restarted).
+	EphemeralContainersToStart []int
 	// ContainersToKill are running containers that must stop, each with why.
 	ContainersToKill map[kubecontainer.ContainerID]ContainerToKill
 }
@@ -84,6 +87,13 @@ func (a PodActions) Describe(pod *v1.Pod) string {
 	if len(a.ContainersToStart) > 0 {
 		parts = append(parts, "start "+names(pod.Spec.Containers, a.ContainersToStart))
 	}
+	if len(a.EphemeralContainersToStart) > 0 {
+		var n []string
+		for _, i := range a.EphemeralContainersToStart {
+			n = append(n, pod.Spec.EphemeralContainers[i].Name)
+		}
+		parts = append(parts, "start ephemeral "+strings.Join(n, ", "))
+	}
 	if len(parts) == 0 {
 		return "nothing to do"
 	}
@@ -119,9 +129,11 @@ func (a PodActions) killOrder() []kubecontainer.ContainerID {
 //     always restarts), or its liveness or startup probe failed (then it
 //     restarts per the restart policy).
 //   - Nothing kept and nothing to start: kill the pod (the sandbox goes).
+//   - Ephemeral containers (kubectl debug) start once, even before the
+//     pod is initialized, and never again: one that exited stays exited,
+//     and a new sandbox does not bring them back.
 //
-// Left out from upstream: ephemeral containers, in-place resize, and
-// RestartAllContainers.
+// Left out from upstream: in-place resize and RestartAllContainers.
 func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) PodActions {
 	createSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	a := PodActions{
@@ -155,6 +167,14 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		}
 		a.ContainersToStart = toStart
 		return a
+	}
+
+	// Ephemeral containers, whatever the init containers do (:1266-1274):
+	// one the runtime has ever had is not started again.
+	for i := range pod.Spec.EphemeralContainers {
+		if podStatus.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
 	}
 
 	// Init containers first (:1280-1287).

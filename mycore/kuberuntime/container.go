@@ -112,6 +112,9 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 	if err == nil {
 		err = m.addNodeMounts(pod, c, cfg, ips) // hosts.go, termination.go
 	}
+	if err == nil {
+		err = targetNamespace(pod, c, podStatus, cfg) // ephemeral.go
+	}
 	if err != nil {
 		m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
 		return "", configError{err}

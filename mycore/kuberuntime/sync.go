@@ -26,13 +26,14 @@ import (
 //     left to run — else kill only the containers that must go (spec
 //     changed, liveness or startup probe failed, state unknown);
 //  3. create a new sandbox if needed (the pod gets a new IP);
-//  4. start the next init container(s), stopping at the first that fails
+//  4. start the ephemeral containers added since the last sync;
+//  5. start the next init container(s), stopping at the first that fails
 //     to start;
-//  5. start the regular containers, each only once its crash-loop
+//  6. start the regular containers, each only once its crash-loop
 //     back-off has passed (doBackOff).
 //
-// Left out from upstream: ephemeral containers, in-place resize, image
-// volumes, dynamic resources, RestartAllContainers. node fills the
+// Left out from upstream: in-place resize, image volumes, dynamic
+// resources, RestartAllContainers. node fills the
 // downward-API fields of the containers' env. backOff is the kubelet's
 // crashLoopBackOff (10 s doubling to 5 min; kubelet.go:1068); nil starts
 // without back-off.
@@ -64,7 +65,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		}
 	}
 	m.pruneInitContainersBeforeStart(ctx, pod, podStatus)
-	if !actions.CreateSandbox && len(actions.InitContainersToStart)+len(actions.ContainersToStart) == 0 {
+	if !actions.CreateSandbox && len(actions.InitContainersToStart)+len(actions.ContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
 		return result
 	}
 
@@ -121,7 +122,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		return nil
 	}
 
-	// Step 4: init containers, in order; a regular one that fails to start
+	// Step 4: ephemeral containers, before the init containers so that a
+	// pod stuck initializing can still be debugged (:1743-1749).
+	for _, i := range actions.EphemeralContainersToStart {
+		_ = start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)) // the error is in result
+	}
+	// Step 5: init containers, in order; a regular one that fails to start
 	// stops the sync (the next sync tries again), a sidecar does not (:1751-1766).
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
@@ -129,7 +135,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return result
 		}
 	}
-	// Step 5: the containers (:1790-1793).
+	// Step 6: the containers (:1790-1793).
 	for _, i := range actions.ContainersToStart {
 		_ = start(&pod.Spec.Containers[i]) // the error is in result
 	}

@@ -110,6 +110,9 @@ func (s *Server) containerSpec(pod *v1.Pod, name string) (*v1.Container, error) 
 	for _, c := range pod.Spec.Containers {
 		names = append(names, c.Name)
 	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
 	return nil, notFound("container %q is not in pod %s/%s (its containers: %s)", name, pod.Namespace, pod.Name, strings.Join(names, ", "))
 }
 
