@@ -69,8 +69,11 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 		want[n] = true
 	}
 	all := len(names) == 0
-	src := images.Sources{BusyBox: "/bin/busybox"}
+	var src images.Sources
 	var err error
+	if src.BusyBox, err = l.BusyBox(progress); err != nil {
+		return err
+	}
 	if all || want[images.Agnhost] {
 		if src.Agnhost, err = l.Build("agnhost", progress); err != nil {
 			return err

@@ -1,7 +1,7 @@
 // Package images makes the e2e test images the conformance selection runs,
 // offline, under their exact upstream names (test/utils/image/manifest.go
 // at v1.36.3, lines 211-233), from what this machine has: Go programs of
-// upstream's own test/images, Debian's busybox-static, and
+// upstream's own test/images, upstream's busybox built from source, and
 // for agnhost the few tools of its Dockerfile that tests exec (bash, curl)
 // with their shared libraries. What no test of the selection uses is not
 // made (nginx, glibc-dns-testing, the node-perf images...).
@@ -39,7 +39,8 @@ const (
 
 // Sources are the programs the images are made of.
 type Sources struct {
-	// BusyBox is a static busybox (Debian's busybox-static: /bin/busybox).
+	// BusyBox is a static busybox: upstream's, built from source
+	// (harness.BusyBox).
 	BusyBox string
 	// Agnhost and Nnp are upstream's test/images/agnhost (built with cgo,
 	// its libraries are copied) and test/images/nonewprivs (static); ""
@@ -90,10 +91,10 @@ func Specs(src Sources) []Spec {
 func busyboxImage(busybox, name string) (ociimage.Image, error) {
 	out, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
-		return ociimage.Image{}, fmt.Errorf("%s --list: %w (install busybox-static)", busybox, err)
+		return ociimage.Image{}, fmt.Errorf("%s --list: %w", busybox, err)
 	}
 	if dynamic(busybox) {
-		return ociimage.Image{}, fmt.Errorf("%s is linked dynamically: install busybox-static", busybox)
+		return ociimage.Image{}, fmt.Errorf("%s is linked dynamically: the images need a static busybox", busybox)
 	}
 	e := []ociimage.Entry{
 		{Path: "/bin/busybox", Src: busybox, Mode: 0o755},
