@@ -23,6 +23,8 @@ var slice = []string{
 	"[sig-node] Kubelet when scheduling a busybox command in a pod should print the output to logs [NodeConformance] [Conformance]",
 	"[sig-node] Downward API should provide pod name, namespace and IP address as env vars [NodeConformance] [Conformance]",
 	"[sig-node] Variable Expansion should allow composing env vars into new env vars [NodeConformance] [Conformance]",
+	"[sig-node] ConfigMap should be consumable via the environment [NodeConformance] [Conformance]",
+	"[sig-node] Ephemeral Containers [NodeConformance] will start an ephemeral container in an existing pod [Conformance]",
 }
 
 // TestConformanceSlice runs the slice against lab 18 on the course's

@@ -42,6 +42,8 @@ type PodActions struct {
 	// EphemeralContainersToStart index pod.Spec.EphemeralContainers: the
 	// debug containers added since the last sync (never restarted).
 	EphemeralContainersToStart []int
+	// ContainersToUpdate are running containers resized in place (resize.go).
+	ContainersToUpdate []ContainerToUpdate
 	// ContainersToKill are running containers that must stop, each with why.
 	ContainersToKill map[kubecontainer.ContainerID]ContainerToKill
 }
@@ -87,6 +89,13 @@ func (a PodActions) Describe(pod *v1.Pod) string {
 	if len(a.ContainersToStart) > 0 {
 		parts = append(parts, "start "+names(pod.Spec.Containers, a.ContainersToStart))
 	}
+	if len(a.ContainersToUpdate) > 0 {
+		var n []string
+		for _, u := range a.ContainersToUpdate {
+			n = append(n, pod.Spec.Containers[u.Index].Name)
+		}
+		parts = append(parts, "resize "+strings.Join(n, ", ")+" in place")
+	}
 	if len(a.EphemeralContainersToStart) > 0 {
 		var n []string
 		for _, i := range a.EphemeralContainersToStart {
@@ -129,11 +138,14 @@ func (a PodActions) killOrder() []kubecontainer.ContainerID {
 //     always restarts), or its liveness or startup probe failed (then it
 //     restarts per the restart policy).
 //   - Nothing kept and nothing to start: kill the pod (the sandbox goes).
+//   - A running container whose resources changed (in-place resize) is
+//     updated where it runs, or restarted if its resizePolicy says so
+//     (resize.go).
 //   - Ephemeral containers (kubectl debug) start once, even before the
 //     pod is initialized, and never again: one that exited stays exited,
 //     and a new sandbox does not bring them back.
 //
-// Left out from upstream: in-place resize and RestartAllContainers.
+// Left out from upstream: resizing sidecars, and RestartAllContainers.
 func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) PodActions {
 	createSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
 	a := PodActions{
@@ -212,6 +224,8 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 			msg, reason = fmt.Sprintf("Container %s failed liveness probe", c.Name), ReasonLivenessProbe
 		} else if r, ok := get(m.startup, s.ID); ok && r == proberesults.Failure {
 			msg, reason = fmt.Sprintf("Container %s failed startup probe", c.Name), ReasonStartupProbe
+		} else if !m.computeResize(pod, i, s, &a) {
+			continue // its resizePolicy restarts it with the new resources
 		} else {
 			keep++
 			continue

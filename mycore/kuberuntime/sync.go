@@ -29,11 +29,12 @@ import (
 //  4. start the ephemeral containers added since the last sync;
 //  5. start the next init container(s), stopping at the first that fails
 //     to start;
-//  6. start the regular containers, each only once its crash-loop
+//  6. resize running containers in place (resize.go);
+//  7. start the regular containers, each only once its crash-loop
 //     back-off has passed (doBackOff).
 //
-// Left out from upstream: in-place resize, image volumes, dynamic
-// resources, RestartAllContainers. node fills the
+// Left out from upstream: image volumes, dynamic resources, pod-level
+// resources' pod cgroup, RestartAllContainers. node fills the
 // downward-API fields of the containers' env. backOff is the kubelet's
 // crashLoopBackOff (10 s doubling to 5 min; kubelet.go:1068); nil starts
 // without back-off.
@@ -65,7 +66,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		}
 	}
 	m.pruneInitContainersBeforeStart(ctx, pod, podStatus)
-	if !actions.CreateSandbox && len(actions.InitContainersToStart)+len(actions.ContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
+	if !actions.CreateSandbox && len(actions.InitContainersToStart)+len(actions.ContainersToStart)+len(actions.EphemeralContainersToStart)+len(actions.ContainersToUpdate) == 0 {
 		return result
 	}
 
@@ -135,7 +136,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return result
 		}
 	}
-	// Step 6: the containers (:1790-1793).
+	// Step 6: resize running containers in place (:1783-1788, resize.go).
+	if len(actions.ContainersToUpdate) > 0 {
+		result.AddSyncResult(m.resizeInPlace(ctx, pod, actions.ContainersToUpdate))
+	}
+	// Step 7: the containers (:1790-1793).
 	for _, i := range actions.ContainersToStart {
 		_ = start(&pod.Spec.Containers[i]) // the error is in result
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -74,9 +75,18 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	// the next periodic relist, so its status catches up in milliseconds,
 	// not up to RelistPeriod later (kubelet.go:2270-2275, the
 	// PLEGOnDemandRelist feature, beta and on by default in 1.36).
+	// A resize in place changes no container's state, so the relist would
+	// see nothing to inspect: ask for the pod's status anew, to see the new
+	// resources (generic.go:348-382, PodSync).
 	var postSync func()
 	if len(result.SyncResults) > 0 && err == nil {
-		postSync = func() { k.pleg.RequestRelist(pod.UID) }
+		resized := resizedInPlace(result)
+		postSync = func() {
+			if resized {
+				k.pleg.RequestReinspect(pod.UID)
+			}
+			k.pleg.RequestRelist(pod.UID)
+		}
 	}
 	return false, postSync, err
 }
@@ -165,6 +175,13 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 	if terminal {
 		return st
 	}
+	// A resize the containers do not have yet (kubelet.go:2059-2072; the
+	// condition goes when they do, and mergePodStatus removes it from the
+	// apiserver's copy, the kubelet owning it).
+	if k.manager.ResizeInProgress(pod, podStatus) {
+		st.Conditions = append(st.Conditions, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue,
+			ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()})
+	}
 	for i := range st.ContainerStatuses {
 		cs := &st.ContainerStatuses[i]
 		if cs.State.Running != nil {
@@ -188,6 +205,16 @@ func (k *Kubelet) nodeInfo() kuberuntime.PodIPs {
 		n.HostIP = k.o.HostIPs[0]
 	}
 	return n
+}
+
+// resizedInPlace: the sync updated a container's resources where it runs.
+func resizedInPlace(r kubecontainer.PodSyncResult) bool {
+	for _, s := range r.SyncResults {
+		if s.Action == kubecontainer.ResizePodInPlace && s.Error == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // describe is one line of what the pod cache says.

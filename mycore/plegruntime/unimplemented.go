@@ -96,5 +96,6 @@ func (r *Runtime) GetContainerSwapBehavior(*v1.Pod, *v1.Container) kubelettypes.
 	return kubelettypes.NoSwap
 }
 
-// IsPodResizeInProgress: this runtime never resizes, so never.
+// IsPodResizeInProgress: not asked here; our kubelet asks the runtime
+// manager (kuberuntime.Manager.ResizeInProgress), which resizes.
 func (r *Runtime) IsPodResizeInProgress(*v1.Pod, *kubecontainer.PodStatus) bool { return false }

@@ -334,7 +334,7 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 	// A condition keeps its transition time while its status stays the
 	// same: what changes is a fact, not the moment we looked (:873-892).
 	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized,
-		v1.PodReadyToStartContainers, v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting} {
+		v1.PodReadyToStartContainers, v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting, v1.PodResizeInProgress} {
 		updateLastTransitionTime(&status, &old, t)
 	}
 	// The start time is set once (:894-901).

@@ -12,8 +12,9 @@ import (
 // containerResources sets a container status's resources and
 // allocatedResources, as convertToAPIContainerStatuses does with
 // InPlacePodVerticalScaling (GA, kubelet_pods.go:2665-2673). Our node
-// resizes nothing, so the spec is the allocation; the in-place-resize e2e
-// tests read these two fields to see what a container was given.
+// takes every resize the apiserver accepted, so the spec is the
+// allocation; the resources are what the runtime reports the container has
+// (mycore/kuberuntime/resize.go brings them to the spec).
 func containerResources(spec *v1.Container, st *v1.ContainerStatus, cs *kubecontainer.Status, old *v1.ContainerStatus) {
 	st.Resources = statusResources(spec, st, cs, old)
 	st.AllocatedResources = spec.Resources.Requests
@@ -66,10 +67,12 @@ func statusResources(spec *v1.Container, st *v1.ContainerStatus, cs *kubecontain
 		} else {
 			preserve(v1.ResourceCPU, oldResources.Requests, r.Requests)
 		}
+		// No runtime reports a memory request (no cgroup holds one):
+		// upstream fills it from its actuated-state checkpoint
+		// (kuberuntime_container.go:694-708), which a resize updates as it
+		// calls the runtime; ours has none, so the allocation it is.
 		if actual.MemoryRequest != nil {
 			r.Requests[v1.ResourceMemory] = actual.MemoryRequest.DeepCopy()
-		} else {
-			preserve(v1.ResourceMemory, oldResources.Requests, r.Requests)
 		}
 	}
 	return r
