@@ -31,7 +31,11 @@ import (
 const (
 	busyboxVersion = "1.37.0"
 	busyboxURL     = "https://deb.debian.org/debian/pool/main/b/busybox/busybox_1.37.0.orig.tar.bz2"
-	busyboxSHA256  = "3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4"
+	// busyboxPlainURL is the same file over http, as apt reaches the
+	// mirror, for a machine that reaches it only so: the hash vouches for
+	// the file either way.
+	busyboxPlainURL = "http://deb.debian.org/debian/pool/main/b/busybox/busybox_1.37.0.orig.tar.bz2"
+	busyboxSHA256   = "3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4"
 )
 
 // BusyBox returns a static busybox built from upstream's source with its
@@ -102,32 +106,40 @@ func (l *Layout) busyboxTarball(progress io.Writer) (string, error) {
 	if err := checkSHA256(path, busyboxSHA256); err == nil {
 		return path, nil
 	}
-	fmt.Fprintf(progress, "downloading %s\n", busyboxURL)
-	resp, err := http.Get(busyboxURL)
+	var errs []error
+	for _, url := range []string{busyboxURL, busyboxPlainURL} {
+		fmt.Fprintf(progress, "downloading %s\n", url)
+		err := download(url, path+".tmp")
+		if err == nil {
+			err = checkSHA256(path+".tmp", busyboxSHA256)
+		}
+		if err == nil {
+			return path, os.Rename(path+".tmp", path)
+		}
+		os.Remove(path + ".tmp")
+		errs = append(errs, err)
+	}
+	return "", fmt.Errorf("download busybox source: %w", errors.Join(errs...))
+}
+
+func download(url, to string) error {
+	resp, err := http.Get(url)
 	if err != nil {
-		return "", fmt.Errorf("download busybox source: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("download busybox source: %s: %s", busyboxURL, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.Create(to)
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, err = io.Copy(f, resp.Body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = checkSHA256(tmp, busyboxSHA256)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("download busybox source: %w", err)
-	}
-	return path, os.Rename(tmp, path)
+	return err
 }
 
 func checkSHA256(path, want string) error {
