@@ -49,7 +49,7 @@ func TestKubectlDebugOnContainerd(t *testing.T) {
 		return out
 	}
 	kubectl("debug", "app", "--image="+rt.BusyboxImage, "--target=main", "--container=debugger", "--",
-		"sh", "-c", "echo polo; sleep 30")
+		"sh", "-c", "echo polo; until [ -e /tmp/done ]; do sleep 1; done")
 	ephemeral := func(p *v1.Pod) *v1.ContainerStatus {
 		for i := range p.Status.EphemeralContainerStatuses {
 			if p.Status.EphemeralContainerStatuses[i].Name == "debugger" {
@@ -74,8 +74,10 @@ func TestKubectlDebugOnContainerd(t *testing.T) {
 		t.Errorf("kubectl logs -c debugger: %q, want polo", logs)
 	}
 
-	// It exits: not started again, and the pod keeps running.
-	kubectl("exec", "app", "-c", "debugger", "--", "kill", "1")
+	// It exits (its own /tmp: not main's): not started again, and the pod
+	// keeps running. (`kill 1` would not do: in main's PID namespace, 1 is
+	// main's sleep.)
+	kubectl("exec", "app", "-c", "debugger", "--", "touch", "/tmp/done")
 	p := waitPod(t, admin, ns, "app", "debugger terminated", func(p *v1.Pod) bool {
 		s := ephemeral(p)
 		return s != nil && s.State.Terminated != nil
