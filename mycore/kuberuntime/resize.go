@@ -27,7 +27,7 @@ import (
 // requests; and pod-level resources, which need pod cgroups.
 
 // ContainerToUpdate is containerToUpdateInfo (kuberuntime_manager.go:
-// 589-603): a running container whose resources change in place.
+// 583-592): a running container whose resources change in place.
 type ContainerToUpdate struct {
 	Index int // in pod.Spec.Containers
 	ID    kubecontainer.ContainerID
