@@ -31,6 +31,29 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&k.BackOffInitial, "backoff-initial", k.BackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
 	fs.DurationVar(&k.BackOffMax, "backoff-max", k.BackOffMax, "longest crash-loop back-off (kubelet: 5m)")
 	fs.DurationVar(&k.GCPeriod, "gc-period", k.GCPeriod, "how often dead containers and sandboxes of pods that are over are removed (kubelet: 1m)")
+	RegisterView(fs, &o.View)
+}
+
+// ViewOff is the --view value that serves no live view.
+const ViewOff = "off"
+
+// RegisterView adds --view, the live view's address, with *addr as its
+// default: labs 12, 17 and 18 share it.
+func RegisterView(fs *flag.FlagSet, addr *string) {
+	def := *addr
+	if def == "" {
+		def = ViewOff
+	}
+	*addr = def
+	fs.StringVar(addr, "view", def, "serve the live view of this node (its pods, workers, PLEG and probes, in a browser) on this host:port and print its URL; 127.0.0.1:0 picks a free port on loopback; another host serves TLS; off: none")
+}
+
+// viewAddress is --view as Options.View takes it ("" for off).
+func viewAddress(v string) string {
+	if v == ViewOff {
+		return ""
+	}
+	return v
 }
 
 // Check refuses the flags Register added when the node could not run with

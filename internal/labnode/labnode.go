@@ -42,7 +42,9 @@ import (
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/liveview"
 	"kubelet-labs/mycore/bootstrap"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/mykubelet"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
@@ -87,6 +89,10 @@ type Options struct {
 	// stamped). Start fills in NodeName, Client, CRI, PodLogsDir, HostIPs
 	// and, with PodFiles, PodsDir.
 	Kubelet mykubelet.Options
+	// View, if set, is the address of the live view (internal/liveview):
+	// the kubelet's journal drawn in a browser, from a URL printed at
+	// start. "" serves none.
+	View string
 	// Server, if set, puts the node server in front of the kubelet (labs
 	// 14, 18). Without one (labs 12, 17) the Node publishes no port, so
 	// kubectl logs, exec and port-forward cannot reach it.
@@ -118,6 +124,8 @@ type Node struct {
 	// ServingCert and Server are nil without a server.
 	ServingCert *server.ServingCert
 	Server      *server.Server
+	// View is the live view (nil without Options.View).
+	View *liveview.Server
 
 	closers []func()
 }
@@ -232,8 +240,18 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	if ko.Log == nil {
 		ko.Log = out.Stamped
 	}
+	// One journal, kept for a browser that opens late: the terminal and
+	// the live view read the same entries.
+	if ko.Journal == nil {
+		ko.Journal = journal.New(journal.Options{Node: o.Name})
+	}
 	if n.Kubelet, err = mykubelet.New(ko); err != nil {
 		return nil, err
+	}
+	if o.View = viewAddress(o.View); o.View != "" {
+		if err := n.view(o, out); err != nil {
+			return nil, err
+		}
 	}
 
 	// 5. The server, in front of it.

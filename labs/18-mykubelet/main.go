@@ -50,6 +50,7 @@ type options struct {
 	timeout       time.Duration
 	logMaxSize    string // "" (tests) is the default
 	logMaxFiles   int    // 0 (tests) is the default
+	view          string // "" (tests) is none
 	fleet         fleetmode.Options
 }
 
@@ -69,8 +70,15 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join and the serving certificate may take")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "a running container's log is rotated once it reaches this size, e.g. 64Ki (the kubelet's containerLogMaxSize: 10Mi); -1: never")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files of one container's log kept, the live one included (the kubelet's containerLogMaxFiles: 5)")
+	o.view = DefaultView
+	labnode.RegisterView(fs, &o.view)
 	o.fleet.Register(fs)
 }
+
+// DefaultView is where the live view listens unless --view says: loopback,
+// a free port; the URL is printed.
+const DefaultView = "127.0.0.1:0"
+
 
 func (o *options) check() error {
 	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.shutdownGrace < 0 {
@@ -161,6 +169,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 			ContainerLogMaxSize: logMaxSize, ContainerLogMaxFiles: o.logMaxFiles,
 		},
 		Server: &labnode.ServerOptions{Address: o.address, Port: o.port, WebSockets: true},
+		View:   o.view,
 	}, out)
 	if err != nil {
 		return err

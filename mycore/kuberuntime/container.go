@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -15,6 +16,7 @@ import (
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 )
 
 // PodIPs is what a container's environment may refer to besides the pod
@@ -125,6 +127,7 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 		return "", fmt.Errorf("container log folder: %w", err)
 	}
 	cctx := m.cri.Context(ctx)
+	start := time.Now()
 	id, err := m.cri.Runtime.CreateContainer(cctx, sandboxID, cfg, sandboxCfg)
 	if err != nil {
 		m.recordContainerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", grpcMessage(err))
@@ -136,7 +139,7 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 		return id, fmt.Errorf("StartContainer %s: %w", c.Name, err)
 	}
 	m.recordContainerEvent(pod, c, id, v1.EventTypeNormal, events.StartedContainer, "Container started")
-	m.log("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
+	m.say(podCall(pod, "CreateContainer+StartContainer", c.Name, time.Since(start)), "CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		return id, m.runPostStart(ctx, pod, c, id)
 	}
@@ -152,9 +155,10 @@ func (m *Manager) EnsureImage(ctx context.Context, image string) error {
 	if err != nil || ok {
 		return err
 	}
+	start := time.Now()
 	if _, err := m.cri.Images.PullImage(m.cri.Context(ctx), &runtimeapi.ImageSpec{Image: image}, nil, nil); err != nil {
 		return fmt.Errorf("image %s is not in the runtime and pulling it failed: %w", image, err)
 	}
-	m.log("CRI PullImage %s", image)
+	m.say(journal.Entry{Kind: journal.CRI, Call: "PullImage", Took: time.Since(start)}, "CRI PullImage %s", image)
 	return nil
 }

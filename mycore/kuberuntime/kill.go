@@ -152,7 +152,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 		steps += fmt.Sprintf(", raised to the %ds minimum", MinimumGracePeriodSeconds)
 	}
 
-	m.log("CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps)
+	m.say(podCall(pod, "StopContainer", name, 0), "CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps)
 	start := time.Now()
 	err := m.cri.Runtime.StopContainer(m.cri.Context(ctx), id.ID, grace)
 	switch {
@@ -161,7 +161,8 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 	case err != nil:
 		return fmt.Errorf("StopContainer %s (grace %ds): %w", name, grace, err)
 	default:
-		m.log("  %s/%s stopped after %.3fs", pod.Name, name, time.Since(start).Seconds())
+		took := time.Since(start)
+		m.say(podCall(pod, "StopContainer", name, took), "  %s/%s stopped after %.3fs", pod.Name, name, took.Seconds())
 	}
 	if ordering != nil {
 		ordering.containerTerminated(name)
@@ -203,12 +204,14 @@ func (m *Manager) KillPodWithSyncResult(ctx context.Context, pod *v1.Pod, runnin
 	sandboxResult := kubecontainer.NewSyncResult(kubecontainer.KillPodSandbox, runningPod.ID)
 	result.AddSyncResult(sandboxResult)
 	for _, sb := range runningPod.Sandboxes {
+		start := time.Now()
 		err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), sb.ID.ID)
 		if err != nil && !isNotFound(err) {
 			sandboxResult.Fail(kubecontainer.ErrKillPodSandbox, fmt.Sprintf("StopPodSandbox %s: %v", cri.ShortID(sb.ID.ID), err))
 			continue
 		}
-		m.log("CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(sb.ID.ID))
+		m.say(criCall(runningPod.Namespace, runningPod.Name, string(runningPod.ID), "StopPodSandbox", "", time.Since(start)),
+			"CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(sb.ID.ID))
 	}
 	return result
 }

@@ -5,6 +5,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 )
 
 // Manager runs pods on one CRI runtime. Safe for concurrent use by the pod
@@ -19,7 +20,9 @@ type Manager struct {
 	labels      map[string]string
 	env         *EnvSources
 	memCapacity int64
-	log         func(format string, args ...any)
+	// journal gets every step (journal.go); log prints a step of no
+	// particular kind on it.
+	journal *journal.Bus
 	// liveness and startup are the prober's results (Options).
 	liveness, startup ProbeResults
 	// recorder records the container events (hooks.go, events.go); hooks
@@ -59,8 +62,11 @@ type Options struct {
 	// MemoryCapacity is the node's memory in bytes, for the containers'
 	// oom_score_adj (resources.go); 0: this machine's.
 	MemoryCapacity int64
-	// Log, if set, gets one line per CRI call that changes something.
-	Log func(format string, args ...any)
+	// Journal, if set, gets one entry per CRI call that changes something
+	// (with its latency), each computePodActions decision and each
+	// crash-loop back-off; Log, if Journal is nil, gets the same as lines.
+	Journal *journal.Bus
+	Log     func(format string, args ...any)
 	// Liveness and Startup are the prober's results: a container whose
 	// probe says Failure is killed by the next SyncPod
 	// (NewKubeGenericRuntimeManager takes the kubelet's livenessManager and
@@ -74,10 +80,7 @@ type Options struct {
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, log: o.Log, liveness: o.Liveness, startup: o.Startup}
-	if m.log == nil {
-		m.log = func(string, ...any) {}
-	}
+	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, journal: journal.Or(o.Journal, o.Log), liveness: o.Liveness, startup: o.Startup}
 	m.recorder = o.Recorder
 	if c != nil { // nil: a Manager that only computes (actions_test.go)
 		m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
@@ -96,11 +97,12 @@ func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		return "", fmt.Errorf("pod log folder: %w", err)
 	}
 	// "" handler: the runtime's default (runc); a RuntimeClass would name another.
+	start := time.Now()
 	id, err := m.cri.Runtime.RunPodSandbox(m.cri.Context(ctx), cfg, "")
 	if err != nil {
 		return "", fmt.Errorf("RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	m.log("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(id))
+	m.say(podCall(pod, "RunPodSandbox", "", time.Since(start)), "CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(id))
 	return id, nil
 }
 

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/util/format"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 )
 
 // SyncPod makes the runtime match the pod, the runtime manager's SyncPod
@@ -41,7 +43,8 @@ import (
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubecontainer.PodStatus, node PodIPs, backOff *flowcontrol.Backoff) (result kubecontainer.PodSyncResult) {
 	// Step 1: what to do.
 	actions := m.ComputePodActions(pod, podStatus)
-	m.log("computePodActions %s/%s: %s", pod.Namespace, pod.Name, actions.Describe(pod))
+	m.say(journal.Entry{Kind: journal.Decision, Pod: pod.Namespace + "/" + pod.Name, UID: string(pod.UID), Call: "computePodActions"},
+		"computePodActions %s/%s: %s", pod.Namespace, pod.Name, actions.Describe(pod))
 
 	// Step 2: kill (:1467-1526).
 	if actions.KillPod {
@@ -99,7 +102,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		r := kubecontainer.NewSyncResult(kubecontainer.StartContainer, c.Name)
 		result.AddSyncResult(r)
 		if wait, msg := doBackOff(pod, c, podStatus, backOff); wait != nil {
-			m.log("  %s", msg)
+			e := journal.Entry{Kind: journal.BackOff, Pod: pod.Namespace + "/" + pod.Name, UID: string(pod.UID), Container: c.Name, Call: "CrashLoopBackOff"}
+			var b *kubecontainer.BackoffError
+			if errors.As(wait, &b) {
+				e.Until = b.BackoffTime()
+			}
+			m.say(e, "  %s", msg)
 			// kuberuntime_manager.go:1927
 			m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", c.Name, format.Pod(pod))
 			r.Fail(wait, msg)

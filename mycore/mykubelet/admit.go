@@ -13,6 +13,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	"k8s.io/kubernetes/pkg/kubelet/util/sliceutils"
 
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/podconfig"
 )
 
@@ -68,7 +69,7 @@ func admitOS(pod *v1.Pod, nodeOS string) (reason, message string, ok bool) {
 // rejectPod is the kubelet's (kubelet.go:2589-2597) without the event:
 // the pod's status becomes Failed with the reason.
 func (k *Kubelet) rejectPod(pod *v1.Pod, reason, message string) {
-	k.log("admit   %s/%s rejected: %s: %s", pod.Namespace, pod.Name, reason, message)
+	k.sayPod(journal.Other, pod.Namespace, pod.Name, pod.UID, "admit", "admit   %s/%s rejected: %s: %s", pod.Namespace, pod.Name, reason, message)
 	k.status.SetPodStatus(pod, v1.PodStatus{
 		QOSClass: v1qos.GetPodQOS(pod),
 		Phase:    v1.PodFailed,

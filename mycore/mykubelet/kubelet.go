@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/kuberuntime"
 	"kubelet-labs/mycore/logrotate"
 	"kubelet-labs/mycore/mirror"
@@ -76,8 +77,12 @@ type Options struct {
 	// GCPeriod: how often dead containers and sandboxes of pods that are
 	// over are removed (the kubelet's ContainerGCPeriod, 1 min).
 	GCPeriod time.Duration
-	// Log gets one line per step (config ops, PLEG events, workers, CRI
-	// calls, status posts); nil is silent.
+	// Journal, if set, is where the node publishes every step (config ops,
+	// PLEG events and relists, workers, CRI calls, status posts): the live
+	// view reads it. nil: the node makes its own, which keeps no backlog.
+	Journal *journal.Bus
+	// Log gets one line per step: the journal's entries that have a
+	// line, printed (journal.PrintSink); nil is silent.
 	Log func(format string, args ...any)
 	// Updates, if set, is the node's pod source and Run does not start its
 	// own informer: many nodes in one process (fleet mode) share one pod
@@ -123,7 +128,7 @@ type Kubelet struct {
 	podworkers.Handlers
 
 	o        Options
-	log      func(format string, args ...any)
+	journal  *journal.Bus
 	pods     kubepod.Manager
 	cache    kubecontainer.Cache
 	runtime  *plegruntime.Runtime
@@ -182,7 +187,7 @@ func New(o Options) (*Kubelet, error) {
 	def(&o.FileCheckFrequency, podconfig.DefaultFileCheckFrequency)
 	k := &Kubelet{
 		o:        o,
-		log:      o.Log,
+		journal:  o.Journal,
 		pods:     kubepod.NewBasicPodManager(),
 		cache:    kubecontainer.NewCache(),
 		runtime:  plegruntime.New(o.CRI, plegruntime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
@@ -192,8 +197,12 @@ func New(o Options) (*Kubelet, error) {
 		finished: make(chan types.UID, 16),
 	}
 	k.liveness, k.readiness, k.startup = proberesults.NewManager(), proberesults.NewManager(), proberesults.NewManager()
-	if k.log == nil {
-		k.log = func(string, ...any) {}
+	if k.journal == nil {
+		// No backlog: fleet mode runs a thousand of these.
+		k.journal = journal.New(journal.Options{Node: o.NodeName, Backlog: -1})
+	}
+	if o.Log != nil {
+		k.journal.AddSink(journal.PrintSink(o.Log))
 	}
 	// A back-off is forgotten once its container ran 10 minutes without
 	// failing (kubelet.go:1069-1071); flowcontrol's own rule is twice the max.
@@ -213,7 +222,7 @@ func New(o Options) (*Kubelet, error) {
 	if k.volumes, err = newVolumes(o, k.log); err != nil {
 		return nil, err
 	}
-	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Log: k.log,
+	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Journal: k.journal,
 		Liveness: k.liveness, Startup: k.startup, Env: k.envSources(), Recorder: k.recorder}
 	if k.volumes != nil {
 		ro.Volumes = k.volumes
@@ -223,7 +232,7 @@ func New(o Options) (*Kubelet, error) {
 	// RelistPeriod, writes the pod cache and sends an event per change.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
 		&pleg.RelistDuration{RelistPeriod: o.RelistPeriod, RelistThreshold: DefaultRelistThreshold},
-		k.cache, clock.RealClock{}).(*pleg.GenericPLEG)
+		relistWatch{Cache: k.cache, journal: k.journal, threshold: DefaultRelistThreshold, now: time.Now}, clock.RealClock{}).(*pleg.GenericPLEG)
 	w, err := podworkers.New(podworkers.Options{
 		Syncer:         &syncer{k: k},
 		Cache:          k.cache,
@@ -235,13 +244,13 @@ func New(o Options) (*Kubelet, error) {
 	}
 	k.workers = w
 	k.Handlers = podworkers.Handlers{Pods: k.pods, Workers: w}
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Log: k.log, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Journal: k.journal, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
-		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.log, Recorder: k.recorder})
+		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.probeLog, Recorder: k.recorder})
 	// The container log manager (kubelet.go:720-732): the runtime writes
 	// the logs, only the kubelet bounds them. Only this node's containers:
 	// the course's nodes share one runtime.

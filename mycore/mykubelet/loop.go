@@ -13,6 +13,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
 )
@@ -40,7 +41,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 			apiSeen = true
 			k.sourcesReady = apiSeen && filesSeen
 			for _, p := range u.Pods {
-				k.log("config  %-9s %s", podconfig.OpName(u.Op), klog.KObj(p))
+				k.say(journal.Config, p, podconfig.OpName(u.Op), "config  %-9s %s", podconfig.OpName(u.Op), klog.KObj(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.log("config  %v", err)
@@ -53,7 +54,7 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 			filesSeen = true
 			k.sourcesReady = apiSeen && filesSeen
 			for _, p := range u.Pods {
-				k.log("config  %-9s %s (static pod, from a file)", podconfig.OpName(u.Op), klog.KObj(p))
+				k.say(journal.Config, p, podconfig.OpName(u.Op), "config  %-9s %s (static pod, from a file)", podconfig.OpName(u.Op), klog.KObj(p))
 			}
 			if err := podconfig.Dispatch(ctx, u, k); err != nil {
 				k.log("config  %v", err)
@@ -100,10 +101,12 @@ func (k *Kubelet) syncLoop(ctx context.Context, updates, files <-chan kubetypes.
 func (k *Kubelet) handlePLEGEvent(ctx context.Context, e *pleg.PodLifecycleEvent) {
 	pod, known := k.pods.GetPodByUID(e.ID)
 	name := string(e.ID)
+	entry := journal.Entry{Kind: journal.PLEG, Call: string(e.Type), UID: string(e.ID)}
 	if known {
 		name = klog.KObj(pod).String()
+		entry.Pod = name
 	}
-	k.log("PLEG    %s %s %v", e.Type, name, shortData(e.Data))
+	k.journal.Publish(journal.Line(entry, "PLEG    %s %s %v", e.Type, name, shortData(e.Data)))
 	if known && e.Type != pleg.ContainerRemoved {
 		k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 	}
@@ -121,7 +124,8 @@ func (k *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, pr
 	if u.Result == proberesults.Unknown {
 		result = "Unknown"
 	}
-	k.log("probe   %s %s %s is %s: %ssync the pod", probe, klog.KObj(pod), cri.ShortID(u.ContainerID.ID), result, did)
+	e := journal.Entry{Kind: journal.Probe, Pod: klog.KObj(pod).String(), UID: string(pod.UID), Call: probe, State: result, Failed: u.Result == proberesults.Failure}
+	k.journal.Publish(journal.Line(e, "probe   %s %s %s is %s: %ssync the pod", probe, klog.KObj(pod), cri.ShortID(u.ContainerID.ID), result, did))
 	k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
@@ -144,7 +148,7 @@ func shortData(d any) string {
 // onWorkerEvent logs each step of each worker and tells the loop when a
 // pod finished.
 func (k *Kubelet) onWorkerEvent(e podworkers.Event) {
-	k.log("worker  %s", e)
+	k.journal.Publish(journal.Line(workerEntry(e), "worker  %s", e))
 	if e.Kind == podworkers.Finished {
 		select {
 		case k.finished <- e.UID:

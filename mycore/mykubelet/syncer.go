@@ -12,6 +12,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/kuberuntime"
 	"kubelet-labs/mycore/podworkers"
 	"kubelet-labs/mycore/status"
@@ -35,10 +36,10 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 	api := k.generateStatus(pod, podStatus, false)
 	k.status.SetPodStatus(pod, api)
 	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
-		k.log("sync    SyncPod(%s) %s: phase %s → terminal", updateType, klog.KObj(pod), api.Phase)
+		k.say(journal.Sync, pod, "SyncPod", "sync    SyncPod(%s) %s: phase %s → terminal", updateType, klog.KObj(pod), api.Phase)
 		return true, nil, nil
 	}
-	k.log("sync    SyncPod(%s) %s: phase %s, %s", updateType, klog.KObj(pod), api.Phase, describe(podStatus))
+	k.say(journal.Sync, pod, "SyncPod", "sync    SyncPod(%s) %s: phase %s, %s", updateType, klog.KObj(pod), api.Phase, describe(podStatus))
 	// A static pod needs its mirror pod, matching (kubelet.go:2185-2186).
 	k.reconcileMirrorPod(ctx, pod, mirrorPod)
 	// Every probe of the pod gets its worker (kubelet.go:2214); AddPod
@@ -69,7 +70,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, 
 		// A crash-loop back-off is an error carrying its expiry
 		// (kubecontainer.BackoffError): the workers retry exactly then
 		// (pod_workers.go:1539), or earlier if the PLEG reports a change.
-		k.log("sync    %s: %v", klog.KObj(pod), err)
+		k.say(journal.Sync, pod, "SyncPod", "sync    %s: %v", klog.KObj(pod), err)
 	}
 	// Something was started or stopped: relist this pod now rather than at
 	// the next periodic relist, so its status catches up in milliseconds,
@@ -105,7 +106,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if gracePeriod != nil {
 		grace = fmt.Sprintf("%ds", *gracePeriod)
 	}
-	k.log("sync    SyncTerminatingPod %s: stop it, grace %s", klog.KObj(pod), grace)
+	k.say(journal.Sync, pod, "SyncTerminatingPod", "sync    SyncTerminatingPod %s: stop it, grace %s", klog.KObj(pod), grace)
 	// No probe may restart a container that is being stopped (:2323).
 	k.probes.StopLivenessAndStartup(pod)
 	running := kubecontainer.ConvertPodStatusToRunningPod(k.runtime.Type(), podStatus)
@@ -141,7 +142,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 // SyncTerminatingRuntimePod stops a pod the runtime has and the config
 // does not, with grace 1 s as the kubelet does (kubelet.go:2426-2456).
 func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *kubecontainer.Pod) error {
-	s.k.log("sync    SyncTerminatingRuntimePod %s/%s: %d container(s) of a pod the config no longer has → stop, grace 1s", rp.Namespace, rp.Name, len(rp.Containers))
+	s.k.sayPod(journal.Sync, rp.Namespace, rp.Name, rp.ID, "SyncTerminatingRuntimePod", "sync    SyncTerminatingRuntimePod %s/%s: %d container(s) of a pod the config no longer has → stop, grace 1s", rp.Namespace, rp.Name, len(rp.Containers))
 	one := int64(1)
 	return s.k.killPod(ctx, nil, *rp, &one)
 }
@@ -157,7 +158,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	}
 	k.status.SetPodStatus(pod, k.generateStatus(pod, podStatus, true))
 	k.status.TerminatePod(pod)
-	k.log("sync    SyncTerminatedPod %s: final status posted", klog.KObj(pod))
+	k.say(journal.Sync, pod, "SyncTerminatedPod", "sync    SyncTerminatedPod %s: final status posted", klog.KObj(pod))
 	return nil
 }
 

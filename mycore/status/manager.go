@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"kubelet-labs/mycore/journal"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,8 +50,11 @@ type MirrorPods interface {
 type Options struct {
 	// SyncPeriod: full reconcile of every cached status; default 10s.
 	SyncPeriod time.Duration
-	// Log gets one line per post, delete and skipped write; nil = silent.
-	Log func(format string, args ...any)
+	// Journal gets one entry per post (its version and delay after the
+	// change), delete and skipped write; Log, if Journal is nil, gets the
+	// same as lines; neither: silent.
+	Journal *journal.Bus
+	Log     func(format string, args ...any)
 	// Pods is the pod manager, as upstream's NewManager takes it (:212).
 	// With it, the periodic sync sees a deletionTimestamp that arrived
 	// after TerminatePod (a completed pod deleted later) and re-posts a
@@ -95,10 +100,10 @@ type versioned struct {
 // Manager caches the status of every pod of the node and writes changes
 // to the apiserver. Its methods are safe for concurrent use.
 type Manager struct {
-	client kubernetes.Interface
-	safety DeletionSafety
-	o      Options
-	logf   func(format string, args ...any)
+	client  kubernetes.Interface
+	safety  DeletionSafety
+	o       Options
+	journal *journal.Bus
 
 	mu       sync.RWMutex
 	statuses map[types.UID]versioned
@@ -121,12 +126,8 @@ func NewManager(client kubernetes.Interface, safety DeletionSafety, o Options) *
 	if o.SyncPeriod <= 0 {
 		o.SyncPeriod = DefaultSyncPeriod
 	}
-	logf := o.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
 	return &Manager{
-		client: client, safety: safety, o: o, logf: logf,
+		client: client, safety: safety, o: o, journal: journal.Or(o.Journal, o.Log),
 		statuses:    map[types.UID]versioned{},
 		changed:     make(chan struct{}, 1),
 		apiVersions: map[types.UID]uint64{},
@@ -424,4 +425,10 @@ func Describe(st v1.PodStatus) string {
 		b.WriteString(" [" + strings.Join(cs, ", ") + "]")
 	}
 	return b.String()
+}
+
+// logf publishes a status step that is no post (a skipped write, a
+// failure) as a printed line.
+func (m *Manager) logf(format string, args ...any) {
+	m.journal.Printf(journal.Status, format, args...)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"kubelet-labs/mycore/journal"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,7 +143,10 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 	}
 	switch {
 	case !unchanged:
-		m.logf("status  %s v%d posted: %s (%s after the change)%s", name, st.version, Describe(merged), roundMS(st.at), hold)
+		delay := roundMS(st.at)
+		m.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "PatchPodStatus",
+			State: string(merged.Phase), Version: st.version, Took: delay},
+			"status  %s v%d posted: %s (%s after the change)%s", name, st.version, Describe(merged), delay, hold))
 		pod = newPod
 	case heldBack:
 		m.logf("status  %s v%d: nothing to post%s", name, st.version, hold)
@@ -168,7 +173,8 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 		m.logf("status  %s: final delete failed (retried at the next sync): %v", name, err)
 		return
 	}
-	m.logf("status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID)
+	m.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "DeletePod"},
+		"status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID))
 	delete(m.lastWrite, statusUID)
 	m.deleteStatus(uid)
 }

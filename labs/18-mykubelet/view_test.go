@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubelet-labs/internal/browsertest"
+	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/state"
+	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/journal"
+)
+
+// TestLiveViewInABrowser opens the live view lab 18 prints in headless
+// Chromium and watches a pod's life there, as a learner would: the web pod
+// (web-mock.yaml, on the mock runtime) gets its lane with the sandbox, the
+// container's start, its readiness probe and a Running, ready status;
+// deleted, it goes terminating → terminated → finished on the state
+// machine; the crash pod shows its back-off counting down. The session
+// saved as a Chrome trace loads back into the page. Any JavaScript error
+// fails the test; the screenshots go to browsertest.OutputDir.
+func TestLiveViewInABrowser(t *testing.T) {
+	testenv.NoLeaks(t)
+	cp := testenv.ControlPlane(t)
+	dir := t.TempDir()
+	t.Setenv(state.EnvVar, dir)
+	const node = "t18-view"
+	o := options{kubeconfig: cp.AdminKubeconfig(), nodeName: node,
+		runtime: labruntime.Flags{Kind: labruntime.Mock, PodLogsDir: filepath.Join(dir, "pod-logs")},
+		address: "127.0.0.1", port: 0, relist: time.Second, backOffInit: 2 * time.Second, backOffMax: 8 * time.Second,
+		shutdownGrace: 10 * time.Second, timeout: time.Minute, view: DefaultView}
+	lab := testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*nodeLab)) error {
+		return run(ctx, o, labenv.NewPrinter(out), onReady)
+	})
+	url := lab.L.node.View.URL()
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]{32}$`).MatchString(url) {
+		t.Fatalf("the view's URL %q is not a loopback URL with a token", url)
+	}
+	if !strings.Contains(lab.Out.String(), "view      "+url) {
+		t.Errorf("the lab did not print the view's URL %s", url)
+	}
+
+	page := browsertest.Open(t, url)
+	lanes := `[...document.querySelectorAll('.lane')].map(l => l.dataset.pod + ': ' + l.querySelector('.name small').textContent + ' | ' + [...l.querySelectorAll('.chip')].map(c => c.textContent).join(' · ')).join('\n') + '\nconn: ' + document.getElementById('conn').textContent`
+	page.WaitFor(t, "that it is live", `document.getElementById('conn').textContent === 'live'`, lanes, 30*time.Second)
+
+	// A pod: its lane shows each step of its start.
+	c := testenv.AdminClient(t)
+	ns := testenv.Namespace(t, c, "lab18-view")
+	create(t, c, manifest(t, "web-mock.yaml", ns, node))
+	web, crash := ns+"/web", ns+"/crash"
+	// chips is a lane's chips of one kind; some(...) holds if one of them
+	// passes the JavaScript test cond (on c, the chip).
+	some := func(pod, kind, cond string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('.lane[data-pod=%q] .chip[data-kind=%q]')].some(c => %s)`, pod, kind, cond)
+	}
+	call := func(name string) string { return fmt.Sprintf("c.dataset.call === %q", name) }
+	inState := func(state, pod string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('#state-%s li')].some(li => li.textContent === %q)`, state, pod)
+	}
+	for _, step := range []struct{ what, expr string }{
+		{"the config ADD", some(web, "config", call("ADD"))},
+		{"computePodActions", some(web, "decision", "true")},
+		{"the sandbox (RunPodSandbox)", some(web, "cri", call("RunPodSandbox"))},
+		{"the container's start", some(web, "cri", call("CreateContainer+StartContainer"))},
+		{"a PLEG event", some(web, "pleg", call("ContainerStarted"))},
+		{"the readiness probe's success", some(web, "probe", "c.textContent.startsWith('readiness Success')")},
+		{"a status post of Running and ready", some(web, "status", "c.textContent.includes('Running') && c.title.includes('ready')")},
+		{"the pod in the sync state", inState("sync", web)},
+		{"a relist on the PLEG chart", `document.getElementById('pleg-line').getAttribute('points').split(' ').length >= 2`},
+	} {
+		page.WaitFor(t, step.what, step.expr, lanes, time.Minute)
+	}
+	waitPod(t, c, ns, "web", "Ready", ready)
+	if h := page.Text(t, `document.getElementById('pleg-health').textContent`); !regexp.MustCompile(`^healthy: last relist [0-9.]+ s ago, threshold 180 s$`).MatchString(h) {
+		t.Errorf("the PLEG gauge says %q, want healthy with the kubelet's 3 min threshold", h)
+	}
+	page.Screenshot(t, "18-live-view-web")
+
+	// The crash loop: a back-off counting down on its lane.
+	create(t, c, manifest(t, "crash.yaml", ns, node))
+	page.WaitFor(t, "the crash pod's back-off", some(crash, "backoff", "true"), lanes, time.Minute)
+	page.WaitFor(t, "the back-off counting down", fmt.Sprintf(`[...document.querySelectorAll('.lane[data-pod=%q] .countdown')].some(c => /^back-off app: \d+ s$/.test(c.textContent))`, crash), lanes, 30*time.Second)
+	page.Screenshot(t, "18-live-view-crashloop")
+
+	// Deleted: terminating, then terminated, then finished.
+	if err := c.CoreV1().Pods(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page.WaitFor(t, "web terminating", some(web, "worker", "c.textContent.startsWith('→ terminating')"), lanes, time.Minute)
+	page.WaitFor(t, "web terminated", some(web, "worker", "c.textContent.startsWith('→ terminated')"), lanes, time.Minute)
+	page.WaitFor(t, "web finished on the state machine", inState("finished", web), lanes, time.Minute)
+
+	// Save the session (the page's Save link) and load it back.
+	trace := download(t, url, "/trace.json")
+	entries, err := journal.ReadChromeTrace(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 20 {
+		t.Errorf("the saved session has %d steps", len(entries))
+	}
+	file := filepath.Join(t.TempDir(), "session.json")
+	if err := os.WriteFile(file, trace, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page.Do(t, browsertest.Upload("#load", file))
+	page.WaitFor(t, "the saved session loaded", `document.getElementById('conn').textContent.startsWith('from session.json')`, lanes, 30*time.Second)
+	page.WaitFor(t, "web's lane from the file", some(web, "cri", call("RunPodSandbox")), lanes, 10*time.Second)
+	page.NoErrors(t)
+}
+
+// download GETs path from the view as a browser that opened url does.
+func download(t *testing.T, url, path string) []byte {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := hc.Get(url) // sets the cookie, redirects to /
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = hc.Get(resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", path, resp.Status, err, data)
+	}
+	return data
+}

@@ -1,0 +1,73 @@
+package mykubelet
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+
+	"kubelet-labs/mycore/journal"
+	"kubelet-labs/mycore/podworkers"
+)
+
+// Journal is the node's record of every step (mycore/journal): what
+// Options.Log prints, and what the live view draws.
+func (k *Kubelet) Journal() *journal.Bus { return k.journal }
+
+// log publishes a step of no particular kind as a printed line.
+func (k *Kubelet) log(format string, args ...any) {
+	k.journal.Printf(journal.Other, format, args...)
+}
+
+// say publishes a printed step of kind about pod (nil: no pod).
+func (k *Kubelet) say(kind journal.Kind, pod *v1.Pod, call string, format string, args ...any) {
+	e := journal.Entry{Kind: kind, Call: call}
+	if pod != nil {
+		e.Pod, e.UID = klog.KObj(pod).String(), string(pod.UID)
+	}
+	k.journal.Publish(journal.Line(e, format, args...))
+}
+
+// sayPod is say for a pod known by namespace, name and UID only.
+func (k *Kubelet) sayPod(kind journal.Kind, namespace, name string, uid types.UID, call string, format string, args ...any) {
+	e := journal.Entry{Kind: kind, Call: call, Pod: namespace + "/" + name, UID: string(uid)}
+	k.journal.Publish(journal.Line(e, format, args...))
+}
+
+// relistWatch is the pod cache the PLEG writes, watched for the end of
+// each relist: GenericPLEG.Relist calls UpdateTime(start of the relist)
+// once every pod is in the cache (generic.go:329 at v1.36.3), the same
+// moment its PLEGRelistDuration metric is observed (:306). The journal gets
+// a Relist entry with the duration and the health threshold.
+type relistWatch struct {
+	kubecontainer.Cache
+	journal   *journal.Bus
+	threshold time.Duration
+	now       func() time.Time
+}
+
+func (c relistWatch) UpdateTime(start time.Time) {
+	c.Cache.UpdateTime(start)
+	c.journal.Publish(journal.Entry{Kind: journal.Relist, Call: "relist", Took: c.now().Sub(start), Threshold: c.threshold})
+}
+
+// probeLog prints the prober's own lines (a failed probe's output).
+func (k *Kubelet) probeLog(format string, args ...any) {
+	k.journal.Printf(journal.Probe, format, args...)
+}
+
+// workerEntry is a pod worker's step: its event kind, the state after it
+// and, for a sync, how long it waited for the pod cache (for a retry: the
+// delay before it).
+func workerEntry(e podworkers.Event) journal.Entry {
+	j := journal.Entry{Kind: journal.Worker, Pod: e.Pod, UID: string(e.UID), Call: string(e.Kind), State: e.State.String(), Failed: e.Err != nil}
+	switch e.Kind {
+	case podworkers.Sync:
+		j.Took = e.Wait
+	case podworkers.Retry:
+		j.Took = e.Delay
+	}
+	return j
+}
