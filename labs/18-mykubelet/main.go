@@ -111,7 +111,7 @@ func main() {
 		Check: o.check,
 		Run: func(ctx context.Context, out *labenv.Printer) error {
 			if o.fleet.Nodes > 0 {
-				o.fleet.Kubeconfig, o.fleet.RelistPeriod = o.kubeconfig, o.relist
+				o.fleet.Kubeconfig, o.fleet.RelistPeriod, o.fleet.View = o.kubeconfig, o.relist, o.view
 				return fleetmode.Run(ctx, o.fleet, out, nil)
 			}
 			return run(ctx, o, out, nil)

@@ -343,6 +343,21 @@ func (f *Fleet) clients(cred *rest.Config) (client kubernetes.Interface, heartbe
 	return client, heartbeat, nil
 }
 
+// PodsByNode is how many pods each node has in its pod manager (nil
+// until Ready).
+func (f *Fleet) PodsByNode() map[string]int {
+	select {
+	case <-f.ready:
+	default:
+		return nil
+	}
+	n := make(map[string]int, len(f.members))
+	for _, m := range f.members {
+		n[m.name] = len(m.kubelet.Pods().GetPods())
+	}
+	return n
+}
+
 // Pods is how many pods the fleet's nodes have in their pod managers
 // (0 until Ready): what the nodes were told to run.
 func (f *Fleet) Pods() int {

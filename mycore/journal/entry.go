@@ -36,7 +36,8 @@ const (
 	// BackOff is a container held in crash-loop back-off until Until.
 	BackOff Kind = "backoff"
 	// Node is a whole node's state, for fleet mode's grid: Ready, lease
-	// age and pods in Node*, never printed.
+	// renewal and pods in Node*, never printed. One with Call "apiserver"
+	// is the fleet's requests so far, in Version.
 	Node Kind = "node"
 	// Other is everything else a kubelet prints (admission, housekeeping,
 	// garbage collection, mirror pods, volumes, log rotation, shutdown).
@@ -77,10 +78,12 @@ type Entry struct {
 	Version uint64 `json:"version,omitempty"`
 	// Failed marks a call or step that failed.
 	Failed bool `json:"failed,omitempty"`
-	// Node* describe a node (a Node entry, fleet mode).
-	NodeReady    bool          `json:"nodeReady,omitempty"`
-	NodeLeaseAge time.Duration `json:"nodeLeaseAge,omitempty"`
-	NodePods     int           `json:"nodePods,omitempty"`
+	// Node* describe a node (a Node entry, fleet mode): its Ready
+	// condition and Lease renewal as the apiserver has them, and the pods
+	// in its pod manager.
+	NodeReady        bool      `json:"nodeReady,omitempty"`
+	NodeLeaseRenewed time.Time `json:"nodeLeaseRenewed,omitzero"`
+	NodePods         int       `json:"nodePods,omitempty"`
 	// Text is the terminal's line.
 	Text string `json:"text,omitempty"`
 }

@@ -17,6 +17,7 @@ const view = {
   start: null,
   count: 0,
   mode: "live",        // live | file
+  fleet: false,        // a fleet's grid, not one node's pods
 };
 
 function fmtDur(ns) {
@@ -205,13 +206,28 @@ function node(e) {
     cell.dataset.node = e.node;
     $("fleet-grid").appendChild(cell);
   }
-  const leaseAge = (e.nodeLeaseAge || 0) / 1e9;
-  cell.classList.toggle("notready", !e.nodeReady);
-  cell.classList.toggle("stale", e.nodeReady && leaseAge > 20);
-  cell.title = e.node + ": " + (e.nodeReady ? "Ready" : "NotReady") + ", lease renewed " + leaseAge.toFixed(0) + " s ago, " + (e.nodePods || 0) + " pod(s)";
+  paintCell(cell, e);
   let ready = 0, pods = 0;
   for (const n of view.nodes.values()) { if (n.nodeReady) ready++; pods += n.nodePods || 0; }
   $("fleet-summary").textContent = view.nodes.size + " nodes, " + ready + " Ready, " + pods + " pods";
+}
+
+// paintCell colours a node: NotReady red; Ready with a lease not renewed
+// for more than half its 40 s duration amber (the kubelet renews every 10 s).
+function paintCell(cell, e) {
+  const now = view.mode === "file" ? Date.parse(e.at) : Date.now();
+  const renewed = e.nodeLeaseRenewed ? Date.parse(e.nodeLeaseRenewed) : 0;
+  const age = renewed ? Math.max(0, (now - renewed) / 1000) : Infinity;
+  cell.classList.toggle("notready", !e.nodeReady);
+  cell.classList.toggle("stale", !!e.nodeReady && age > 20);
+  cell.title = e.node + ": " + (e.nodeReady ? "Ready" : "NotReady") + ", lease renewed " + (renewed ? age.toFixed(0) + " s ago" : "never") + ", " + (e.nodePods || 0) + " pod(s)";
+}
+
+function repaintNodes() {
+  for (const cell of document.querySelectorAll(".cell")) {
+    const e = view.nodes.get(cell.dataset.node);
+    if (e) paintCell(cell, e);
+  }
 }
 
 function apiRate(e) {
@@ -230,7 +246,7 @@ function apply(e) {
   switch (e.kind) {
     case "relist": relist(e); return;
     case "node":
-      $("fleet").hidden = false;
+      if ($("fleet").hidden) fleetLayout(true);
       if (e.call === "apiserver") apiRate(e); else node(e);
       return;
   }
@@ -249,7 +265,7 @@ function receive(e) {
 }
 
 function counts() {
-  $("counts").textContent = view.count + " steps, " + view.lanes.size + " pods" + (view.held.length ? ", " + view.held.length + " held while paused" : "");
+  $("counts").textContent = view.count + " steps, " + (view.fleet ? view.nodes.size + " nodes" : view.lanes.size + " pods") + (view.held.length ? ", " + view.held.length + " held while paused" : "");
 }
 
 function conn(text, cls) {
@@ -264,14 +280,22 @@ function connect() {
   source.addEventListener("hello", (m) => {
     const h = JSON.parse(m.data);
     if (h.title) { $("title").textContent = h.title; document.title = h.title + " · live view"; }
-    if (h.fleet) $("fleet").hidden = false;
     reset();
+    fleetLayout(h.fleet);
     conn("live", "live");
   });
   source.addEventListener("entry", (m) => receive(JSON.parse(m.data)));
   source.addEventListener("dropped", (m) => conn("live (the page fell behind: " + m.data + " steps not shown)", "live"));
   source.addEventListener("end", () => { conn("ended: the node stopped", "ended"); source.close(); });
   source.onerror = () => { if (source.readyState !== EventSource.CLOSED) conn("reconnecting…", "lost"); };
+}
+
+// fleetLayout shows the grid of nodes instead of one node's pods.
+function fleetLayout(fleet) {
+  view.fleet = fleet;
+  $("fleet").hidden = !fleet;
+  for (const id of ["machine", "pleg", "timeline"]) $(id).hidden = fleet;
+  $("follow").parentElement.hidden = fleet;
 }
 
 function reset() {
@@ -334,6 +358,6 @@ $("load").addEventListener("change", async (ev) => {
   conn("from " + file.name + " (" + entries.length + " steps)", "file");
 });
 
-setInterval(() => { if (view.mode === "live") { countdowns(); plegHealth(); } }, 1000);
+setInterval(() => { if (view.mode === "live") { countdowns(); plegHealth(); repaintNodes(); } }, 1000);
 drawMachine();
 connect();

@@ -43,6 +43,9 @@ type Options struct {
 	// identity (mycore/fleet, Identity), unless --shared-identity.
 	Kubeconfig   string
 	RelistPeriod time.Duration
+	// View is the live view's address (the lab's --view); "" or "off":
+	// none.
+	View string
 
 	Nodes        int
 	shard        string
@@ -192,6 +195,14 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	select {
 	case <-f.Ready():
 		out.Printf("ready   %d nodes Ready with leases %s after start", o.Nodes, time.Since(start).Round(time.Millisecond))
+		if o.View != "" && o.View != "off" {
+			stopView, err := serveView(ctx, o.View, cfg, f, calls, out)
+			if err != nil {
+				stopping()
+				return errors.Join(err, <-errc)
+			}
+			defer stopView()
+		}
 		if onReady != nil {
 			onReady(f)
 		}
