@@ -14,6 +14,8 @@ var normalisers = []struct {
 	with string
 }{
 	{regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`), ""}, // terminal colours
+	// the live view's URL carries a new token each run (internal/liveview)
+	{regexp.MustCompile(`\?token=[A-Za-z0-9_-]+`), "?token=<token>"},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "<uid>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`), "<time>"},
 	{regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`), "<time>"},
@@ -35,7 +37,7 @@ var alnumRun = regexp.MustCompile(`[0-9A-Za-z]+`)
 // Normalise a line for comparison.
 func Normalise(line string) string {
 	for i, n := range normalisers {
-		if i == 5 {
+		if i == 6 { // the "ago" normaliser
 			// after addresses and ages, before durations and numbers: a hex ID is a
 			// word of 6 or more hex digits with a digit and a letter in it. It
 			// becomes <n>, as a number does: a hash prefix is sometimes all

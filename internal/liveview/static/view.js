@@ -62,7 +62,7 @@ function label(e) {
   switch (e.kind) {
     case "config": return e.call;
     case "worker":
-      if (e.call === "sync") return "sync → " + workerMethod(e) + (e.took ? " (waited " + fmtDur(e.took) + " for the cache)" : "");
+      if (e.call === "sync") return "sync → " + workerMethod(e) + (e.took >= 1e6 ? " (waited " + fmtDur(e.took) + " for the cache)" : "");
       if (e.call === "transition") return "→ " + e.state;
       if (e.call === "retry") return "retry in " + fmtDur(e.took || 0);
       return e.call + " [" + e.state + "]";
