@@ -48,8 +48,8 @@ func RegisterView(fs *flag.FlagSet, addr *string) {
 	fs.StringVar(addr, "view", def, "serve the live view of this node (its pods, workers, PLEG and probes, in a browser) on this host:port and print its URL; 127.0.0.1:0 picks a free port on loopback; another host serves TLS; off: none")
 }
 
-// viewAddress is --view as Options.View takes it ("" for off).
-func viewAddress(v string) string {
+// ViewAddress is a --view value as Options.View takes it ("" for off).
+func ViewAddress(v string) string {
 	if v == ViewOff {
 		return ""
 	}

@@ -248,7 +248,7 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	if n.Kubelet, err = mykubelet.New(ko); err != nil {
 		return nil, err
 	}
-	if o.View = viewAddress(o.View); o.View != "" {
+	if o.View = ViewAddress(o.View); o.View != "" {
 		if err := n.view(o, out); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ import (
 	"kubelet-labs/internal/labrecord"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/10-pod-workers/teachloop"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/plegruntime"
 	"kubelet-labs/mycore/podconfig"
@@ -52,6 +53,7 @@ type options struct {
 	backOff      time.Duration
 	housekeeping time.Duration
 	quiet        bool
+	view         string // --view: the live view's address, or off
 }
 
 func main() {
@@ -67,6 +69,7 @@ func main() {
 			fs.DurationVar(&o.backOff, "backoff", podworkers.DefaultBackOffPeriod, "retry a failed sync after this (kubelet: backOffPeriod)")
 			fs.DurationVar(&o.housekeeping, "housekeeping", 2*time.Second, "how often finished workers are cleaned up (kubelet: housekeepingPeriod)")
 			fs.BoolVar(&o.quiet, "quiet", false, "print a summary when the counts change instead of every step (for many pods)")
+			labnode.RegisterView(fs, &o.view)
 		},
 		Check: o.check,
 		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out, nil) },
@@ -129,12 +132,24 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	out.Printf("PLEG relists every %s into the pod cache", o.relist)
 
 	// 4. The pod workers, with a syncer that acts on the mock, and the sync
-	// loop that feeds them (with --quiet: a summary instead of every step).
-	log, summary := out.Stamped, (func(string, ...any))(nil)
+	// loop that feeds them. Every step goes to the node's journal, which
+	// the terminal prints (with --quiet: a summary instead of every step)
+	// and the live view draws (--view).
+	steps := journal.New(journal.Options{Node: o.nodeName})
+	summary := (func(string, ...any))(nil)
 	if o.quiet {
-		log, summary = nil, out.Stamped
+		summary = out.Stamped
+	} else {
+		steps.AddSink(journal.PrintSink(out.Stamped))
 	}
-	loop := teachloop.New(teachloop.Options{Client: client, Pods: kubepod.NewBasicPodManager(), Log: log, Summary: summary})
+	if addr := labnode.ViewAddress(o.view); addr != "" {
+		v, err := labnode.ServeView(addr, "10-pod-workers", o.nodeName, steps, out)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+	}
+	loop := teachloop.New(teachloop.Options{Client: client, Pods: kubepod.NewBasicPodManager(), Journal: steps, Summary: summary})
 	// Every step also goes to workers.log in the node's folder, for make
 	// check LAB=10: the workers live only in this process, and what the
 	// walk-through makes them do leaves no trace in the apiserver (the lab
@@ -145,7 +160,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*lab)
 	}
 	defer record.Close()
 	workers, err := podworkers.New(podworkers.Options{
-		Syncer: &teachloop.Syncer{CRI: rt.CRI, Control: rt.Mock.ControlSocketPath(), Log: log},
+		Syncer: &teachloop.Syncer{CRI: rt.CRI, Control: rt.Mock.ControlSocketPath(), Log: func(f string, a ...any) { steps.Printf(journal.Sync, f, a...) }},
 		Cache:  cache, ResyncInterval: o.resync, BackOffPeriod: o.backOff,
 		OnEvent: func(e podworkers.Event) {
 			loop.OnWorkerEvent(e)

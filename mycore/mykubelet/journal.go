@@ -9,7 +9,6 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/mycore/journal"
-	"kubelet-labs/mycore/podworkers"
 )
 
 // Journal is the node's record of every step (mycore/journal): what
@@ -56,18 +55,4 @@ func (c relistWatch) UpdateTime(start time.Time) {
 // probeLog prints the prober's own lines (a failed probe's output).
 func (k *Kubelet) probeLog(format string, args ...any) {
 	k.journal.Printf(journal.Probe, format, args...)
-}
-
-// workerEntry is a pod worker's step: its event kind, the state after it
-// and, for a sync, how long it waited for the pod cache (for a retry: the
-// delay before it).
-func workerEntry(e podworkers.Event) journal.Entry {
-	j := journal.Entry{Kind: journal.Worker, Pod: e.Pod, UID: string(e.UID), Call: string(e.Kind), State: e.State.String(), Failed: e.Err != nil}
-	switch e.Kind {
-	case podworkers.Sync:
-		j.Took = e.Wait
-	case podworkers.Retry:
-		j.Took = e.Delay
-	}
-	return j
 }

@@ -148,7 +148,7 @@ func shortData(d any) string {
 // onWorkerEvent logs each step of each worker and tells the loop when a
 // pod finished.
 func (k *Kubelet) onWorkerEvent(e podworkers.Event) {
-	k.journal.Publish(journal.Line(workerEntry(e), "worker  %s", e))
+	k.journal.Publish(journal.Line(e.JournalEntry(), "worker  %s", e))
 	if e.Kind == podworkers.Finished {
 		select {
 		case k.finished <- e.UID:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"kubelet-labs/mycore/journal"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/kubelet"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -77,6 +79,20 @@ func (e Event) String() string {
 		s += ": " + e.Reason
 	}
 	return s
+}
+
+// JournalEntry is e as an entry of the node's journal (mycore/journal),
+// without its line: its kind as Call, the state after it, and for a sync
+// the wait on the pod cache (for a retry: the delay before it).
+func (e Event) JournalEntry() journal.Entry {
+	j := journal.Entry{Kind: journal.Worker, Pod: e.Pod, UID: string(e.UID), Call: string(e.Kind), State: e.State.String(), Failed: e.Err != nil}
+	switch e.Kind {
+	case Sync:
+		j.Took = e.Wait
+	case Retry:
+		j.Took = e.Delay
+	}
+	return j
 }
 
 // syncMethod names the Syncer method a state runs.

@@ -16,6 +16,7 @@ import (
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/podconfig"
 	"kubelet-labs/mycore/podworkers"
 )
@@ -26,8 +27,11 @@ type Options struct {
 	Client kubernetes.Interface
 	// Pods is the pod manager the handlers fill: the pods the node should run.
 	Pods kubepod.Manager
-	// Log gets every step; nil is silent (the lab's --quiet).
-	Log func(format string, args ...any)
+	// Journal gets every step (config ops, PLEG events, worker steps), for
+	// the terminal and the live view; Log, if Journal is nil, gets them as
+	// lines; neither: silent (the lab's --quiet).
+	Journal *journal.Bus
+	Log     func(format string, args ...any)
 	// Summary, if set, gets one line of the workers' counts at
 	// housekeeping whenever they changed (the lab's --quiet).
 	Summary func(format string, args ...any)
@@ -39,6 +43,8 @@ type Options struct {
 type Loop struct {
 	podworkers.Handlers
 	o Options
+	// journal gets every step (Options.Journal or Log).
+	journal *journal.Bus
 	// finished carries the workers' Finished events to the loop, which
 	// deletes the pod from the apiserver if it is being deleted there.
 	finished chan types.UID
@@ -49,10 +55,7 @@ type Loop struct {
 
 // New makes a Loop. Give OnWorkerEvent to the pod workers, then Run it.
 func New(o Options) *Loop {
-	if o.Log == nil {
-		o.Log = func(string, ...any) {}
-	}
-	return &Loop{o: o, finished: make(chan types.UID, 1000), deleting: map[types.UID]bool{}}
+	return &Loop{o: o, journal: journal.Or(o.Journal, o.Log), finished: make(chan types.UID, 1000), deleting: map[types.UID]bool{}}
 }
 
 var _ podconfig.Handler = (*Loop)(nil)
@@ -74,10 +77,11 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 				return
 			}
 			for _, p := range u.Pods {
-				l.o.Log("%-9s %s → %s", podconfig.OpName(u.Op), klog.KObj(p), handlerFor(u.Op))
+				e := journal.Entry{Kind: journal.Config, Pod: klog.KObj(p).String(), UID: string(p.UID), Call: podconfig.OpName(u.Op)}
+				l.journal.Publish(journal.Line(e, "%-9s %s → %s", podconfig.OpName(u.Op), klog.KObj(p), handlerFor(u.Op)))
 			}
 			if err := podconfig.Dispatch(ctx, u, l); err != nil {
-				l.o.Log("%v", err)
+				l.journal.Printf(journal.Other, "%v", err)
 			}
 			for _, p := range u.Pods {
 				l.deleteIfFinished(ctx, p)
@@ -90,7 +94,11 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 			if known {
 				name = klog.KObj(pod).String()
 			}
-			l.o.Log("PLEG      %s %s %v", e.Type, name, short(fmt.Sprint(e.Data)))
+			pe := journal.Entry{Kind: journal.PLEG, UID: string(e.ID), Call: string(e.Type)}
+			if name != string(e.ID) {
+				pe.Pod = name
+			}
+			l.journal.Publish(journal.Line(pe, "PLEG      %s %s %v", e.Type, name, short(fmt.Sprint(e.Data))))
 			if known && e.Type != pleg.ContainerRemoved {
 				l.HandlePodSyncs(ctx, []*v1.Pod{pod})
 			}
@@ -143,7 +151,7 @@ func (l *Loop) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 // OnWorkerEvent is the workers' OnEvent: it prints each step of each
 // worker and passes Finished to the loop.
 func (l *Loop) OnWorkerEvent(e podworkers.Event) {
-	l.o.Log("worker    %s", e)
+	l.journal.Publish(journal.Line(e.JournalEntry(), "worker    %s", e))
 	if e.Kind == podworkers.Finished {
 		select {
 		case l.finished <- e.UID:
@@ -181,9 +189,10 @@ func (l *Loop) deleteIfFinished(ctx context.Context, p *v1.Pod) {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Conflict: the UID precondition failed, another pod has the name now.
 		l.deleting[p.UID] = true
-		l.o.Log("apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", klog.KObj(p))
+		l.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(p).String(), UID: string(p.UID), Call: "DeletePod"},
+			"apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", klog.KObj(p)))
 	default:
-		l.o.Log("apiserver %s: final delete failed, retried at housekeeping: %v", klog.KObj(p), err)
+		l.journal.Printf(journal.Status, "apiserver %s: final delete failed, retried at housekeeping: %v", klog.KObj(p), err)
 	}
 }
 
