@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -41,6 +42,7 @@ type Server struct {
 	token       string
 	url         string
 	fingerprint string
+	cert        *x509.Certificate
 	done        chan struct{}
 	cancel      context.CancelFunc
 }
@@ -74,6 +76,7 @@ func Start(o Options) (*Server, error) {
 		}
 		sum := sha256.Sum256(cert.Certificate[0])
 		s.fingerprint = fmt.Sprintf("%X", sum[:])
+		s.cert = cert.Leaf
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
 		s.ln, scheme = ln, "https"
 	}
@@ -96,6 +99,9 @@ func (s *Server) URL() string { return s.url }
 // Fingerprint is the SHA-256 of the TLS certificate ("" on loopback, which
 // is plain HTTP).
 func (s *Server) Fingerprint() string { return s.fingerprint }
+
+// Certificate is the TLS certificate (nil on loopback).
+func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
 // Close ends every stream and stops the server.
 func (s *Server) Close() error {
