@@ -153,7 +153,7 @@ func TestTheStreamSendsTheBacklogThenEachEntryThenTheEnd(t *testing.T) {
 
 func TestTheSessionDownloadsAsAChromeTrace(t *testing.T) {
 	j := journal.New(journal.Options{Node: "n1"})
-	j.Publish(journal.Line(journal.Entry{Kind: journal.Config, Pod: "default/web", Call: "ADD"}, "config  ADD default/web"))
+	j.Say(journal.Entry{Kind: journal.Config, Pod: "default/web", Call: "ADD"}, "config  ADD default/web")
 	s := start(t, Options{Journal: j})
 	c := browser()
 	get(t, c, s.URL())

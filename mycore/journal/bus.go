@@ -2,6 +2,7 @@ package journal
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,10 @@ type Bus struct {
 	sinks   []func(Entry)
 	subs    map[*Subscription]struct{}
 	stopped bool
+	// heard: someone reads what is published (a sink, a subscriber or the
+	// backlog). A Bus nobody reads — each of fleet mode's thousand nodes —
+	// neither formats nor keeps anything.
+	heard atomic.Bool
 }
 
 // Options configure a Bus.
@@ -52,7 +57,9 @@ func New(o Options) *Bus {
 	if o.Backlog < 0 {
 		o.Backlog = 0
 	}
-	return &Bus{node: o.Node, now: o.Now, backlog: o.Backlog, subs: map[*Subscription]struct{}{}}
+	b := &Bus{node: o.Node, now: o.Now, backlog: o.Backlog, subs: map[*Subscription]struct{}{}}
+	b.heard.Store(o.Backlog > 0)
+	return b
 }
 
 // Printing is a Bus whose only sink prints each entry's Text with log —
@@ -99,11 +106,16 @@ func (b *Bus) AddSink(sink func(Entry)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sinks = append(b.sinks, sink)
+	b.heard.Store(true)
 }
+
+// Heard says whether anything reads this Bus: a caller may skip building
+// an entry nobody will see.
+func (b *Bus) Heard() bool { return b != nil && b.heard.Load() }
 
 // Publish stamps e (Seq, At unless set, Node unless set) and delivers it.
 func (b *Bus) Publish(e Entry) {
-	if b == nil {
+	if !b.Heard() {
 		return
 	}
 	b.mu.Lock()
@@ -138,10 +150,16 @@ func (b *Bus) Publish(e Entry) {
 
 // Printf publishes a printed line of kind with no other field.
 func (b *Bus) Printf(kind Kind, format string, args ...any) {
-	if b == nil {
+	b.Say(Entry{Kind: kind}, format, args...)
+}
+
+// Say publishes e with its line from format, formatted only if anything
+// reads the Bus.
+func (b *Bus) Say(e Entry, format string, args ...any) {
+	if !b.Heard() {
 		return
 	}
-	b.Publish(Line(Entry{Kind: kind}, format, args...))
+	b.Publish(Line(e, format, args...))
 }
 
 // Backlog is a copy of the entries kept, oldest first.
@@ -188,6 +206,7 @@ func (b *Bus) Subscribe(buffer int) ([]Entry, *Subscription) {
 		close(c)
 	} else {
 		b.subs[s] = struct{}{}
+		b.heard.Store(true)
 	}
 	return b.kept(), s
 }

@@ -87,3 +87,23 @@ func TestTheClockStampsEntries(t *testing.T) {
 		t.Errorf("At = %v, want the injected %v", got, at)
 	}
 }
+
+func TestABusNobodyReadsFormatsNothing(t *testing.T) {
+	b := New(Options{Backlog: -1}) // a fleet node's: no sink, no backlog
+	formatted := 0
+	b.Say(Entry{Kind: Other}, "%v", stringer(func() string { formatted++; return "x" }))
+	b.Publish(Entry{Kind: Relist})
+	if formatted != 0 || b.Heard() {
+		t.Errorf("formatted %d times (heard %v), want 0: nobody reads this bus", formatted, b.Heard())
+	}
+	_, s := b.Subscribe(1)
+	defer s.Close()
+	b.Say(Entry{Kind: Other}, "%v", stringer(func() string { formatted++; return "x" }))
+	if formatted != 1 || (<-s.C).Text != "x" {
+		t.Errorf("with a subscriber: formatted %d times, want 1", formatted)
+	}
+}
+
+type stringer func() string
+
+func (f stringer) String() string { return f() }

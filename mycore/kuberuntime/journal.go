@@ -16,7 +16,7 @@ func (m *Manager) log(format string, args ...any) {
 
 // say publishes e, printed as format says.
 func (m *Manager) say(e journal.Entry, format string, args ...any) {
-	m.journal.Publish(journal.Line(e, format, args...))
+	m.journal.Say(e, format, args...)
 }
 
 // criCall is the entry of one CRI call for a pod's lane: method, the

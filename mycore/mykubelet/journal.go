@@ -26,13 +26,13 @@ func (k *Kubelet) say(kind journal.Kind, pod *v1.Pod, call string, format string
 	if pod != nil {
 		e.Pod, e.UID = klog.KObj(pod).String(), string(pod.UID)
 	}
-	k.journal.Publish(journal.Line(e, format, args...))
+	k.journal.Say(e, format, args...)
 }
 
 // sayPod is say for a pod known by namespace, name and UID only.
 func (k *Kubelet) sayPod(kind journal.Kind, namespace, name string, uid types.UID, call string, format string, args ...any) {
 	e := journal.Entry{Kind: kind, Call: call, Pod: namespace + "/" + name, UID: string(uid)}
-	k.journal.Publish(journal.Line(e, format, args...))
+	k.journal.Say(e, format, args...)
 }
 
 // relistWatch is the pod cache the PLEG writes, watched for the end of

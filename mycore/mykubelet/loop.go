@@ -106,7 +106,7 @@ func (k *Kubelet) handlePLEGEvent(ctx context.Context, e *pleg.PodLifecycleEvent
 		name = klog.KObj(pod).String()
 		entry.Pod = name
 	}
-	k.journal.Publish(journal.Line(entry, "PLEG    %s %s %v", e.Type, name, shortData(e.Data)))
+	k.journal.Say(entry, "PLEG    %s %s %v", e.Type, name, shortData(e.Data))
 	if known && e.Type != pleg.ContainerRemoved {
 		k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 	}
@@ -125,7 +125,7 @@ func (k *Kubelet) handleProbeSync(ctx context.Context, u proberesults.Update, pr
 		result = "Unknown"
 	}
 	e := journal.Entry{Kind: journal.Probe, Pod: klog.KObj(pod).String(), UID: string(pod.UID), Call: probe, State: result, Failed: u.Result == proberesults.Failure}
-	k.journal.Publish(journal.Line(e, "probe   %s %s %s is %s: %ssync the pod", probe, klog.KObj(pod), cri.ShortID(u.ContainerID.ID), result, did))
+	k.journal.Say(e, "probe   %s %s %s is %s: %ssync the pod", probe, klog.KObj(pod), cri.ShortID(u.ContainerID.ID), result, did)
 	k.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
@@ -148,7 +148,7 @@ func shortData(d any) string {
 // onWorkerEvent logs each step of each worker and tells the loop when a
 // pod finished.
 func (k *Kubelet) onWorkerEvent(e podworkers.Event) {
-	k.journal.Publish(journal.Line(e.JournalEntry(), "worker  %s", e))
+	k.journal.Say(e.JournalEntry(), "worker  %s", e)
 	if e.Kind == podworkers.Finished {
 		select {
 		case k.finished <- e.UID:

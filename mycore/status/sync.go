@@ -144,9 +144,9 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 	switch {
 	case !unchanged:
 		delay := roundMS(st.at)
-		m.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "PatchPodStatus",
+		m.journal.Say(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "PatchPodStatus",
 			State: string(merged.Phase), Version: st.version, Took: delay},
-			"status  %s v%d posted: %s (%s after the change)%s", name, st.version, Describe(merged), delay, hold))
+			"status  %s v%d posted: %s (%s after the change)%s", name, st.version, Describe(merged), delay, hold)
 		pod = newPod
 	case heldBack:
 		m.logf("status  %s v%d: nothing to post%s", name, st.version, hold)
@@ -173,8 +173,8 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 		m.logf("status  %s: final delete failed (retried at the next sync): %v", name, err)
 		return
 	}
-	m.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "DeletePod"},
-		"status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID))
+	m.journal.Say(journal.Entry{Kind: journal.Status, Pod: klog.KObj(st.pod).String(), UID: string(uid), Call: "DeletePod"},
+		"status  %s: terminated and deleted → DELETE grace 0, uid precondition %s", name, pod.UID)
 	delete(m.lastWrite, statusUID)
 	m.deleteStatus(uid)
 }

@@ -78,7 +78,7 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 			}
 			for _, p := range u.Pods {
 				e := journal.Entry{Kind: journal.Config, Pod: klog.KObj(p).String(), UID: string(p.UID), Call: podconfig.OpName(u.Op)}
-				l.journal.Publish(journal.Line(e, "%-9s %s → %s", podconfig.OpName(u.Op), klog.KObj(p), handlerFor(u.Op)))
+				l.journal.Say(e, "%-9s %s → %s", podconfig.OpName(u.Op), klog.KObj(p), handlerFor(u.Op))
 			}
 			if err := podconfig.Dispatch(ctx, u, l); err != nil {
 				l.journal.Printf(journal.Other, "%v", err)
@@ -98,7 +98,7 @@ func (l *Loop) Run(ctx context.Context, workers *podworkers.Workers, updates <-c
 			if name != string(e.ID) {
 				pe.Pod = name
 			}
-			l.journal.Publish(journal.Line(pe, "PLEG      %s %s %v", e.Type, name, short(fmt.Sprint(e.Data))))
+			l.journal.Say(pe, "PLEG      %s %s %v", e.Type, name, short(fmt.Sprint(e.Data)))
 			if known && e.Type != pleg.ContainerRemoved {
 				l.HandlePodSyncs(ctx, []*v1.Pod{pod})
 			}
@@ -151,7 +151,7 @@ func (l *Loop) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 // OnWorkerEvent is the workers' OnEvent: it prints each step of each
 // worker and passes Finished to the loop.
 func (l *Loop) OnWorkerEvent(e podworkers.Event) {
-	l.journal.Publish(journal.Line(e.JournalEntry(), "worker    %s", e))
+	l.journal.Say(e.JournalEntry(), "worker    %s", e)
 	if e.Kind == podworkers.Finished {
 		select {
 		case l.finished <- e.UID:
@@ -189,8 +189,8 @@ func (l *Loop) deleteIfFinished(ctx context.Context, p *v1.Pod) {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Conflict: the UID precondition failed, another pod has the name now.
 		l.deleting[p.UID] = true
-		l.journal.Publish(journal.Line(journal.Entry{Kind: journal.Status, Pod: klog.KObj(p).String(), UID: string(p.UID), Call: "DeletePod"},
-			"apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", klog.KObj(p)))
+		l.journal.Say(journal.Entry{Kind: journal.Status, Pod: klog.KObj(p).String(), UID: string(p.UID), Call: "DeletePod"},
+			"apiserver %s: terminated and deleted → DELETE grace 0 (as the status manager does)", klog.KObj(p))
 	default:
 		l.journal.Printf(journal.Status, "apiserver %s: final delete failed, retried at housekeeping: %v", klog.KObj(p), err)
 	}
