@@ -95,6 +95,22 @@ func TestLiveViewInABrowser(t *testing.T) {
 	page.WaitFor(t, "the back-off counting down", fmt.Sprintf(`[...document.querySelectorAll('.lane[data-pod=%q] .countdown')].some(c => /^back-off app: \d+ s$/.test(c.textContent))`, crash), lanes, 30*time.Second)
 	page.Screenshot(t, "18-live-view-crashloop")
 
+	// Follow one pod: the other lanes hide; every pod again: they come back.
+	follow := func(pod string) string {
+		return page.Text(t, fmt.Sprintf(`(() => { const f = document.getElementById('follow'); f.value = %q; f.dispatchEvent(new Event('change')); return [...document.querySelectorAll('.lane:not(.hidden)')].map(l => l.dataset.pod).sort().join(','); })()`, pod))
+	}
+	if shown := follow(crash); shown != crash {
+		t.Errorf("following %s shows the lanes %q", crash, shown)
+	}
+	if shown := follow(""); shown != crash+","+web {
+		t.Errorf("following every pod shows the lanes %q", shown)
+	}
+	// Pause: steps are held, not drawn, until Resume (the crash loop goes on).
+	page.Text(t, `(() => { document.getElementById('pause').click(); return ''; })()`)
+	page.WaitFor(t, "steps held while paused", `/held while paused/.test(document.getElementById('counts').textContent) && document.getElementById('conn').textContent === 'paused'`, lanes, time.Minute)
+	page.Text(t, `(() => { document.getElementById('pause').click(); return ''; })()`)
+	page.WaitFor(t, "the held steps drawn after Resume", `!/held/.test(document.getElementById('counts').textContent) && document.getElementById('conn').textContent === 'live'`, lanes, 10*time.Second)
+
 	// Deleted: terminating, then terminated, then finished.
 	if err := c.CoreV1().Pods(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -259,7 +259,7 @@ function apply(e) {
 }
 
 function receive(e) {
-  if (view.paused) { view.held.push(e); return; }
+  if (view.paused) { view.held.push(e); counts(); return; }
   apply(e);
   counts();
 }
