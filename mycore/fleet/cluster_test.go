@@ -125,11 +125,19 @@ func TestFleetIdentity(t *testing.T) {
 	// As its nodes: registered and leased through the Node authorizer and
 	// NodeRestriction; a label of its own may be set, another node and a
 	// node-restriction label may not (NodeRestriction, admission.go:501-560).
+	// Ready means registered; each node's first Lease follows a moment
+	// later, from its heartbeats (Fleet.Run), so it is waited for.
 	for _, n := range r.f.Names() {
-		l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n {
-			t.Errorf("lease of %s: %v %v", n, l, err)
-		}
+		testenv.PollNil(t, "the Lease of "+n+", held by "+n, 30*time.Second, func() error {
+			l, err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != n {
+				return fmt.Errorf("holder %v", l.Spec.HolderIdentity)
+			}
+			return nil
+		})
 	}
 	as0 := asNode(ctx, "tid-0000")
 	label := func(key string) []byte { return fmt.Appendf(nil, `{"metadata":{"labels":{%q:"yes"}}}`, key) }

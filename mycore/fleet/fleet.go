@@ -190,8 +190,9 @@ func checkProcessState() error {
 // Names are the nodes' names, in order.
 func (f *Fleet) Names() []string { return append([]string(nil), f.names...) }
 
-// Ready is closed once every node is registered and its heartbeats and
-// kubelet run. A node whose registration keeps failing keeps it open (Run
+// Ready is closed once every node is registered and its kubelet runs;
+// each node's heartbeats start right after, so its first Lease appears a
+// moment later. A node whose registration keeps failing keeps it open (Run
 // logs each failure); the other nodes run and renew their leases anyway.
 func (f *Fleet) Ready() <-chan struct{} { return f.ready }
 
