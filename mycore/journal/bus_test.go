@@ -107,3 +107,31 @@ func TestABusNobodyReadsFormatsNothing(t *testing.T) {
 type stringer func() string
 
 func (f stringer) String() string { return f() }
+
+// BenchmarkSay: one step of a watched node — formatted, kept in the
+// backlog, printed by a sink and sent to a live view — against one of fleet
+// mode's nodes, which nobody reads.
+func BenchmarkSay(b *testing.B) {
+	e := Entry{Kind: CRI, Pod: "default/web", UID: "f9d44f15-2fd8-4d60-9a8d-6937c586ba1a", Call: "RunPodSandbox", Took: time.Millisecond}
+	b.Run("watched", func(b *testing.B) {
+		bus := New(Options{Node: "n1"})
+		bus.AddSink(PrintSink(func(string, ...any) {}))
+		_, s := bus.Subscribe(1024)
+		defer s.Close()
+		go func() {
+			for range s.C {
+			}
+		}()
+		b.ReportAllocs()
+		for b.Loop() {
+			bus.Say(e, "CRI RunPodSandbox %s/%s attempt %d → %s", "default", "web", 0, "9747c3eb3325f")
+		}
+	})
+	b.Run("unread", func(b *testing.B) {
+		bus := New(Options{Node: "n1", Backlog: -1})
+		b.ReportAllocs()
+		for b.Loop() {
+			bus.Say(e, "CRI RunPodSandbox %s/%s attempt %d → %s", "default", "web", 0, "9747c3eb3325f")
+		}
+	})
+}
