@@ -3,6 +3,8 @@ package labnode
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"net"
 	"time"
 
 	"kubelet-labs/internal/labenv"
@@ -48,6 +50,18 @@ func RegisterView(fs *flag.FlagSet, addr *string) {
 	fs.StringVar(addr, "view", def, "serve the live view of this node (its pods, workers, PLEG and probes, in a browser) on this host:port and print its URL; 127.0.0.1:0 picks a free port on loopback; another host serves TLS; off: none")
 }
 
+// CheckView refuses a --view that is neither off nor host:port, before
+// anything starts (the view itself starts once the node has joined).
+func CheckView(v string) error {
+	if v == ViewOff || v == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return fmt.Errorf("--view %q: want host:port (e.g. 127.0.0.1:0, a free port on loopback) or off", v)
+	}
+	return nil
+}
+
 // ViewAddress is a --view value as Options.View takes it ("" for off).
 func ViewAddress(v string) string {
 	if v == ViewOff {
@@ -63,6 +77,9 @@ func (o *Options) Check() error {
 	k := o.Kubelet
 	if o.Timeout <= 0 || k.RelistPeriod <= 0 || k.BackOffInitial <= 0 || k.GCPeriod <= 0 || k.BackOffMax < k.BackOffInitial {
 		return errors.New("--timeout, --relist-period, --backoff-initial and --gc-period must be positive, --backoff-max at least --backoff-initial")
+	}
+	if err := CheckView(o.View); err != nil {
+		return err
 	}
 	return labenv.CheckNodeName(o.Name)
 }

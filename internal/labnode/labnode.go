@@ -166,6 +166,17 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 			return nil, err
 		}
 	}
+	// The live view's port too: its journal exists before the kubelet
+	// (which publishes into it), and the page shows the node from its
+	// first step.
+	if o.Kubelet.Journal == nil {
+		o.Kubelet.Journal = journal.New(journal.Options{Node: o.Name})
+	}
+	if o.View = ViewAddress(o.View); o.View != "" {
+		if err := n.view(o, o.Kubelet.Journal, out); err != nil {
+			return nil, err
+		}
+	}
 	// The runtime: without it the node would join and then run nothing,
 	// so it fails here, with the command that fixes it. The mock runs no
 	// processes, so nothing listens in its pods: MockHTTP answers on their
@@ -240,18 +251,10 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	if ko.Log == nil {
 		ko.Log = out.Stamped
 	}
-	// One journal, kept for a browser that opens late: the terminal and
-	// the live view read the same entries.
-	if ko.Journal == nil {
-		ko.Journal = journal.New(journal.Options{Node: o.Name})
-	}
+	// ko.Journal: the one made in step 1, which the terminal and the live
+	// view read.
 	if n.Kubelet, err = mykubelet.New(ko); err != nil {
 		return nil, err
-	}
-	if o.View = ViewAddress(o.View); o.View != "" {
-		if err := n.view(o, out); err != nil {
-			return nil, err
-		}
 	}
 
 	// 5. The server, in front of it.

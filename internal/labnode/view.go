@@ -6,9 +6,9 @@ import (
 	"kubelet-labs/mycore/journal"
 )
 
-// view starts the live view of the node's journal.
-func (n *Node) view(o Options, out *labenv.Printer) error {
-	v, err := ServeView(o.View, o.Lab, o.Name, n.Kubelet.Journal(), out)
+// view starts the live view of the node's journal j.
+func (n *Node) view(o Options, j *journal.Bus, out *labenv.Printer) error {
+	v, err := ServeView(o.View, o.Lab, o.Name, j, out)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,9 @@ func (o *options) check() error {
 	if o.timeout <= 0 || o.relist <= 0 || o.resync <= 0 || o.backOff <= 0 || o.housekeeping <= 0 {
 		return errors.New("--timeout, --relist-period, --sync-frequency, --backoff and --housekeeping must be positive")
 	}
+	if err := labnode.CheckView(o.view); err != nil {
+		return err
+	}
 	return labenv.CheckNodeName(o.nodeName)
 }
 

@@ -92,6 +92,9 @@ func (o *options) check() error {
 	if _, err := labenv.ResolveToken(o.token, o.tokenFile); err != nil {
 		return err
 	}
+	if err := labnode.CheckView(o.view); err != nil {
+		return err
+	}
 	return labenv.CheckNodeName(o.nodeName)
 }
 

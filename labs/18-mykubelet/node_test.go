@@ -336,6 +336,8 @@ func TestNodeErrors(t *testing.T) {
 		{"bad address", func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
 		{"bad log size", func(o *options) { o.logMaxSize = "ten" }, "--container-log-max-size"},
 		{"one log file", func(o *options) { o.logMaxFiles = 1 }, "--container-log-max-files must be at least 2"},
+		{"bad view address", func(o *options) { o.view = "localhost" }, `--view "localhost": want host:port`},
+		{"view port in use", func(o *options) { o.view = fmt.Sprintf("127.0.0.1:%d", busyPort) }, "live view: listen tcp 127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(state.EnvVar, t.TempDir())
