@@ -163,6 +163,15 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if err != nil {
 		return err
 	}
+	// The live view's port before any node registers (a port in use
+	// stops us here); its grid fills as the nodes come up.
+	if o.View != "" && o.View != "off" {
+		stopView, err := serveView(ctx, o.View, cfg, f, calls, out)
+		if err != nil {
+			return err
+		}
+		defer stopView()
+	}
 	limit := "no client-side rate limit"
 	if o.qps > 0 {
 		limit = fmt.Sprintf("client QPS %g, burst %d", o.qps, o.burst)
@@ -195,14 +204,6 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	select {
 	case <-f.Ready():
 		out.Printf("ready   %d nodes Ready with leases %s after start", o.Nodes, time.Since(start).Round(time.Millisecond))
-		if o.View != "" && o.View != "off" {
-			stopView, err := serveView(ctx, o.View, cfg, f, calls, out)
-			if err != nil {
-				stopping()
-				return errors.Join(err, <-errc)
-			}
-			defer stopView()
-		}
 		if onReady != nil {
 			onReady(f)
 		}

@@ -2,7 +2,9 @@ package fleetmode
 
 import (
 	"context"
+	"net"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +72,35 @@ func TestFleetView(t *testing.T) {
 	}
 	page.Screenshot(t, "18-live-view-fleet")
 	page.NoErrors(t)
+}
+
+// TestFleetViewPortInUse: a --view port that is taken stops fleet mode
+// before any node registers, with a one-line error.
+func TestFleetViewPortInUse(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	admin := testenv.AdminClient(t)
+	t.Setenv("LABS_STATE_DIR", t.TempDir())
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	o := Options{Kubeconfig: cp.AdminKubeconfig(), Nodes: 2, prefix: "t18busy", qps: -1, burst: 400,
+		RelistPeriod: time.Second, leaseSeconds: 8, statusEvery: 10 * time.Second,
+		memoryLimit: "none", gcPercent: 0, View: busy.Addr().String()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = Run(ctx, o, labenv.NewPrinter(&testenv.SyncBuffer{}), func(*fleet.Fleet) { t.Error("the fleet came up") })
+	if err == nil || !strings.Contains(err.Error(), "live view: listen tcp "+busy.Addr().String()) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v, want one line saying the view's port is taken", err)
+	}
+	nodes, err := admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: node.LabLabel + "=18-mykubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Name, "t18busy-") {
+			t.Errorf("node %s registered by a run that failed", n.Name)
+		}
+	}
 }
