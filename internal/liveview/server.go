@@ -148,11 +148,21 @@ func isLoopback(host string) bool {
 }
 
 // urlHost is host:port for the URL: the port the listener got (":0" picks
-// one), the host as given unless it listens on every address.
+// one), the host as given — or, listening on every address (a workshop's
+// projector), this machine's first address that is not loopback, the one
+// the room can reach.
 func urlHost(host string, addr net.Addr) string {
 	port := addr.(*net.TCPAddr).Port
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "localhost"
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+					host = n.IP.String()
+					break
+				}
+			}
+		}
 	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"

@@ -200,6 +200,30 @@ func TestOffLoopbackItServesTLSWithTheFingerprintItPrints(t *testing.T) {
 	}
 }
 
+func TestOnEveryAddressTheURLNamesOneTheRoomCanReach(t *testing.T) {
+	ip := firstNonLoopback()
+	if ip == "" {
+		t.Skip("this machine has no address but loopback")
+	}
+	s := start(t, Options{Address: "0.0.0.0:0", Journal: journal.New(journal.Options{})})
+	u, _ := url.Parse(s.URL())
+	if u.Scheme != "https" || u.Hostname() != ip {
+		t.Fatalf("URL %s: want https on %s", s.URL(), ip)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(s.Certificate())
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(s.URL())
+	if err != nil {
+		t.Fatal(err) // the certificate covers the address the URL names
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the printed URL: %d, want 303", resp.StatusCode)
+	}
+}
+
 func TestBadAddressesAreRefused(t *testing.T) {
 	j := journal.New(journal.Options{})
 	for _, addr := range []string{"127.0.0.1", "nonsense:port:x", "256.0.0.1:0"} {
