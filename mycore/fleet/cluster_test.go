@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +288,59 @@ func refuseNode(t *testing.T, admin kubernetes.Interface, name string) {
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
 	})
+}
+
+// TestNodesRecordEventsAsThemselves: each node's events (Pulled, Created,
+// Started…) reach the apiserver, written as that node, with the node as
+// their source — also for two nodes that share one broadcaster (node 0
+// and node EventWriters). Before, the nodes' event writes named no node
+// and the fleet refused every one (ErrNoNode): kubectl describe pod
+// showed no kubelet event for a fleet's pod.
+func TestNodesRecordEventsAsThemselves(t *testing.T) {
+	admin := testenv.AdminClient(t)
+	ctx := context.Background()
+	calls := NewCalls()
+	r := startFleet(t, Options{Config: testenv.AdminConfig(t), Nodes: EventWriters + 1, Prefix: "tev", LeaseDurationSeconds: 4, Calls: calls})
+	r.waitReady(t)
+	testenv.WaitDefaultServiceAccount(t, admin)
+	ns := testenv.Namespace(t, admin, "tev")
+	testenv.WaitServiceAccount(t, admin, ns)
+	names := r.f.Names()
+	sharing := []string{names[0], names[EventWriters]} // one broadcaster
+	for _, n := range sharing {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: ns}, Spec: v1.PodSpec{
+			NodeName: n, Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep", "3600"}}},
+		}}
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range sharing {
+		pod := "on-" + n
+		testenv.PollNil(t, "kubelet events of pod "+pod, time.Minute, func() error {
+			evs, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+			if err != nil {
+				return err
+			}
+			var reasons []string
+			for _, e := range evs.Items {
+				if e.Source.Component != "kubelet" {
+					continue
+				}
+				if e.Source.Host != n || e.ReportingInstance != n {
+					return fmt.Errorf("event %s of %s: source %s/%s, reporting instance %s; want kubelet/%s", e.Reason, pod, e.Source.Component, e.Source.Host, e.ReportingInstance, n)
+				}
+				reasons = append(reasons, e.Reason)
+			}
+			for _, want := range []string{"Created", "Started"} {
+				if !slices.Contains(reasons, want) {
+					return fmt.Errorf("kubelet events %v, no %s yet", reasons, want)
+				}
+			}
+			return nil
+		})
+	}
+	if n := count(calls, "POST", "events"); n < 4 {
+		t.Errorf("POST events: %d requests counted, want at least 4 (Created and Started of two pods)", n)
+	}
 }

@@ -13,7 +13,8 @@
 //	                ┌──────────── one process ────────────────────────────┐
 //	apiserver ◀───▶ │ one credential, one connection (HTTP/2)              │
 //	                │   ├─ pod informer (1 list + 1 watch) ─▶ per-node ops │
-//	                │   └─ node informer (read by the status reporters)    │
+//	                │   ├─ node informer (read by the status reporters)    │
+//	                │   └─ 16 event broadcasters (node i: i mod 16)        │
 //	                │ node 0000: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0000 │
 //	                │ node 0001: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0001 │
 //	                │ …          + Lease, status reporter per node         │

@@ -231,9 +231,12 @@ func (f *Fleet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var updates map[string]<-chan kubetypes.PodUpdate
+	// The nodes' events (events.go), stopped once every node has.
+	events := startFleetEvents(ctx, client.CoreV1(), len(f.names))
 	defer func() {
 		cancel()
 		wg.Wait()
+		events.stop()
 		for _, ch := range updates {
 			for range ch {
 			}
@@ -262,7 +265,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
 	for i, name := range f.names {
-		m, err := newMember(f, f.first+i, name, client, updates[name])
+		m, err := newMember(f, f.first+i, name, client, updates[name], events.recorder(i, name))
 		if err != nil {
 			return err
 		}

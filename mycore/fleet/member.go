@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/mycore/cri"
@@ -35,7 +36,7 @@ type member struct {
 // unique across the fleet (each mock runtime hands out its own range).
 func podCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
 
-func newMember(f *Fleet, i int, name string, client kubernetes.Interface, updates <-chan kubetypes.PodUpdate) (*member, error) {
+func newMember(f *Fleet, i int, name string, client kubernetes.Interface, updates <-chan kubetypes.PodUpdate, events record.EventRecorder) (*member, error) {
 	o := f.o
 	m := &member{f: f, name: name, logs: filepath.Join(o.Dir, name)}
 	if o.NodeLog != nil {
@@ -55,6 +56,8 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 		// a thousand nodes' GET before each status PATCH were a third of
 		// the fleet's requests (issue 23); see status.Options.ReadLastWrite
 		StatusReadLastWrite: true,
+		// one of the fleet's few broadcasters, not one per node (events.go)
+		Events: events,
 	})
 	if err != nil {
 		m.mock.Close()

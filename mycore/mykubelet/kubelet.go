@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -118,6 +119,12 @@ type Options struct {
 	// status manager does (status.Options.ReadLastWrite says why nothing
 	// is lost). Fleet mode sets it; a single node keeps upstream's way.
 	StatusReadLastWrite bool
+	// Events, if set, records the node's events, and the node starts no
+	// broadcaster of its own: fleet mode's nodes share a few (its
+	// events.go), which must stamp each event with source kubelet/NODE.
+	// nil: the node's own broadcaster while Run runs (events.go), as
+	// the kubelet makes one for its process.
+	Events record.EventRecorder
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -153,8 +160,11 @@ type Kubelet struct {
 	sysctls lifecycle.PodAdmitHandler
 	// volumes sets up and tears down the pods' volumes; nil without PodsDir.
 	volumes *volumes.Manager
-	// recorder records the node's events (events.go) while Run runs.
-	recorder *nodeRecorder
+	// recorder records the node's events: Options.Events, or own's.
+	recorder record.EventRecorder
+	// own is the node's own broadcaster (events.go), started while Run
+	// runs; nil when Options.Events records.
+	own *nodeRecorder
 
 	// Owned by the sync loop: every pod source (the apiserver and, with
 	// StaticPodPath, the files) delivered its first list — nothing that
@@ -214,7 +224,11 @@ func New(o Options) (*Kubelet, error) {
 		k.o.PodLogsDir = o.PodLogsDir
 	}
 	k.services = newServices(k)
-	k.recorder = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
+	k.recorder = o.Events
+	if k.recorder == nil {
+		k.own = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
+		k.recorder = k.own
+	}
 	var err error
 	if k.sysctls, err = newSysctlAdmission(context.Background()); err != nil {
 		return nil, err
@@ -283,8 +297,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	// Events go out from the start and until everything else has
 	// stopped (the last kills record Killing events).
-	k.recorder.start()
-	defer k.recorder.stop()
+	if k.own != nil {
+		k.own.start()
+		defer k.own.stop()
+	}
 	defer wg.Wait()
 	defer cancel()
 
