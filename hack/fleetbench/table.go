@@ -96,6 +96,11 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	add("API requests by "+by, func(r *result) string { return own(r.apiCalls, r.ownCalls >= 0, r.ownCalls) })
 	add("API requests per pod (create and delete)", func(r *result) string { return fmt.Sprintf("%.1f", float64(r.apiCalls)/float64(o.pods)) },
 		func(r *result) float64 { return float64(r.apiCalls) / float64(o.pods) })
+	perPod := func(n int64) float64 { return float64(n) / float64(o.pods) }
+	add("  of them on pods, per pod", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.podCalls)) },
+		func(r *result) float64 { return perPod(r.podCalls) })
+	add("  of them on events, per pod", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.eventCalls)) },
+		func(r *result) float64 { return perPod(r.eventCalls) })
 	if by == "the tool" {
 		add("controller-manager meanwhile: requests (409s)", func(r *result) string {
 			return fmt.Sprintf("%d (%d)", r.cmCalls, r.cmWasted.Conflicts)
@@ -150,7 +155,10 @@ Pods are bound by spec.nodeName, round-robin; latency = create request sent → 
 with phase Running. Deleting = one DELETE per pod, default grace (kubectl delete pods --all).
 Requests are counted by the apiserver (apiserver_request_total, before/after, minus the
 benchmark's own and the controller-manager's, which it counts itself: rest_client_requests_total);
-in parentheses, the fleet's own count of its requests. A node "stopped being Ready" when its
+in parentheses, the fleet's own count of its requests. "On pods": the tool's requests on pods and
+their subresources (reads, status posts, final deletes; the benchmark's creates and deletes are
+not the tool's); "on events": its event writes (a kubelet's Pulled, Created, Started, Killing…;
+KWOK's default stages write none). The rest are heartbeats (Leases, node status). A node "stopped being Ready" when its
 Ready condition left True after all were Ready (heartbeats late: the node lifecycle controller
 marks it Unknown), until the last pod was gone. Load: /proc/loadavg's 1-minute average when the
 tool started (after waiting up to --quiet-wait for it to fall under --max-load per core; "busy" if

@@ -25,7 +25,11 @@ type result struct {
 	// From the apiserver's metrics: every request in the run but the
 	// benchmark's own and (with cmKnown) the controller-manager's.
 	apiCalls int64
-	wasted   fleet.Wasted
+	// Of them, those on pods (pods, pods/status…) and on events: what
+	// each pod costs, without the heartbeats, which grow with the run's
+	// length, not with the pods.
+	podCalls, eventCalls int64
+	wasted               fleet.Wasted
 	// The controller-manager's own requests during the run, from its
 	// metrics (cmKnown: the control plane is ours to read).
 	cmKnown  bool
@@ -194,6 +198,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}
 	others := minus(api1, api0, delta(d.calls.Counts(), mine0))
 	r.apiCalls, r.wasted, r.refused = fleet.Total(others), fleet.WastedOf(others), refusedOf(others)
+	r.podCalls, r.eventCalls = onResource(others, "pods"), onResource(others, "events")
 	for _, c := range others {
 		if c.Code == 404 || c.Code == 409 || c.Code == 429 || c.Code >= 500 {
 			logf("%s:   apiserver answered %s (anyone's but the benchmark's)", tool, c)
@@ -205,6 +210,8 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		r.cmKnown, r.cmCalls, r.cmWasted = true, fleet.Total(cm), fleet.WastedOf(cm)
 		// The two counters are read a moment apart: never below zero.
 		r.apiCalls = max(0, r.apiCalls-r.cmCalls)
+		r.podCalls = max(0, r.podCalls-onResource(cm, "pods"))
+		r.eventCalls = max(0, r.eventCalls-onResource(cm, "events"))
 		r.wasted.DeletesOfGone = max(0, r.wasted.DeletesOfGone-r.cmWasted.DeletesOfGone)
 		r.wasted.Conflicts = max(0, r.wasted.Conflicts-r.cmWasted.Conflicts)
 		r.refused = max(0, r.refused-refusedOf(cm))
@@ -258,6 +265,17 @@ func refusedOf(counts []fleet.CallCount) int64 {
 	var n int64
 	for _, c := range counts {
 		if c.Code == 403 || c.Code == 429 || c.Code >= 500 {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+// onResource counts the requests on a resource and its subresources
+// ("pods": pods, pods/status, pods/eviction…).
+func onResource(counts []fleet.CallCount, resource string) (n int64) {
+	for _, c := range counts {
+		if c.Resource == resource || strings.HasPrefix(c.Resource, resource+"/") {
 			n += c.Count
 		}
 	}

@@ -41,8 +41,12 @@ type fleetEvents struct {
 
 // startFleetEvents starts the broadcasters of n nodes; they write until
 // ctx ends (a write in flight then is cancelled, as the fleet stops).
-func startFleetEvents(ctx context.Context, events corev1client.EventsGetter, n int) *fleetEvents {
+// Not on: none, and every recorder drops what it is given.
+func startFleetEvents(ctx context.Context, events corev1client.EventsGetter, n int, on bool) *fleetEvents {
 	e := &fleetEvents{}
+	if !on {
+		return e
+	}
 	for range min(n, EventWriters) {
 		b := record.NewBroadcaster(record.WithContext(ctx))
 		b.StartRecordingToSink(nodeEventSink{ctx: ctx, events: events})
@@ -56,6 +60,9 @@ func startFleetEvents(ctx context.Context, events corev1client.EventsGetter, n i
 func (e *fleetEvents) recorder(i int, name string) record.EventRecorder {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	if len(e.broadcasters) == 0 {
+		return &fleetRecorder{e: e} // off, or stopped: records nothing
+	}
 	b := e.broadcasters[i%len(e.broadcasters)]
 	return &fleetRecorder{e: e, r: b.NewRecorder(legacyscheme.Scheme, v1.EventSource{Component: "kubelet", Host: name})}
 }
@@ -83,7 +90,7 @@ type fleetRecorder struct {
 func (f *fleetRecorder) with(do func(record.EventRecorder)) {
 	f.e.mu.RLock()
 	defer f.e.mu.RUnlock()
-	if f.e.broadcasters != nil {
+	if f.r != nil && f.e.broadcasters != nil {
 		do(f.r)
 	}
 }

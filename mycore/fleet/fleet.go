@@ -92,6 +92,10 @@ type Options struct {
 	// as KWOK does. By default each node's requests impersonate it
 	// (system:node:NAME): see the package documentation, Identity.
 	SharedIdentity bool
+	// NoEvents: the nodes record no event, as KWOK's default stages —
+	// a departure from the kubelet, to measure what events cost. By
+	// default each node's events are written as the node (events.go).
+	NoEvents bool
 	// Calls, if set, counts every request of the fleet.
 	Calls *Calls
 	// Log gets the fleet's own lines (registration, readiness, stop).
@@ -232,7 +236,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var updates map[string]<-chan kubetypes.PodUpdate
 	// The nodes' events (events.go), stopped once every node has.
-	events := startFleetEvents(ctx, client.CoreV1(), len(f.names))
+	events := startFleetEvents(ctx, client.CoreV1(), len(f.names), !o.NoEvents)
 	defer func() {
 		cancel()
 		wg.Wait()

@@ -91,12 +91,16 @@ type merger struct {
 	flushed bool
 }
 
-// send delivers one update unless the source is stopping.
+// send delivers one update unless the source is stopping. The pods sent
+// are the merger's own records, not copies: as upstream's podStorage
+// sends the pods it keeps (config.go:212, :221-222, v1.36.3). Unlike
+// upstream, which later changes a kept pod in place (checkAndUpdatePod,
+// :362-389), the merger never changes a pod once it is sent — apply keeps
+// a new copy for each version — so the receivers, which only read them,
+// share them safely. A copy here was one more copy of every pod of the
+// node: 89 MB of a fleet's 615 MB heap at 10,000 pods (issue 23).
 func (m *merger) send(op kubetypes.PodOperation, pods ...*v1.Pod) {
-	u := kubetypes.PodUpdate{Op: op, Source: kubetypes.ApiserverSource, Pods: make([]*v1.Pod, 0, len(pods))}
-	for _, p := range pods {
-		u.Pods = append(u.Pods, p.DeepCopy())
-	}
+	u := kubetypes.PodUpdate{Op: op, Source: kubetypes.ApiserverSource, Pods: pods}
 	select {
 	case m.out <- u:
 	case <-m.ctx.Done():

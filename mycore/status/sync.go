@@ -139,7 +139,7 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 		return
 	}
 	if m.o.ReadLastWrite && !unchanged {
-		m.lastWrite[statusUID] = newPod
+		m.lastWrite[statusUID] = lastWritten(newPod)
 	}
 	switch {
 	case !unchanged:
@@ -206,6 +206,21 @@ func (m *Manager) readPod(ctx context.Context, statusUID types.UID, st versioned
 		delete(m.lastWrite, statusUID)
 	}
 	return pod, err
+}
+
+// lastWritten is what the next post needs of the apiserver's reply (see
+// readPod): the status, and of the metadata what mergePodStatus,
+// canBeDeleted and the final delete read. Not the spec or managed fields:
+// a fleet keeps one of these for each of its 10,000 pods (issue 23).
+func lastWritten(p *v1.Pod) *v1.Pod {
+	kept := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Generation: p.Generation,
+		DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
+	}, Status: p.Status}
+	if v, ok := p.Annotations[kubetypes.ConfigMirrorAnnotationKey]; ok {
+		kept.Annotations = map[string]string{kubetypes.ConfigMirrorAnnotationKey: v}
+	}
+	return kept
 }
 
 // translate is TranslatePodUID (:1170): the static pod's UID for a mirror

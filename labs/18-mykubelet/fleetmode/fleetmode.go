@@ -61,6 +61,7 @@ type Options struct {
 	pprofAddr    string
 	memoryLimit  string
 	gcPercent    int
+	events       bool
 }
 
 // Register adds fleet mode's flags to fs: --nodes and those that only
@@ -76,6 +77,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
 	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: the kubeconfig is used once, to make the fleet's own identity "+fleet.IdentityUser+", which may only impersonate the fleet's nodes and list and watch pods and nodes; each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
+	fs.BoolVar(&o.events, "events", true, "each node records the kubelet's events (Pulling, Pulled, Created, Started, Killing…), written as the node through "+fmt.Sprint(fleet.EventWriters)+" shared writers; false: none, as KWOK's default stages (a departure from the kubelet, for measuring what events cost)")
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
@@ -149,7 +151,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	fo := fleet.Options{
 		Config: cfg, Nodes: o.Nodes, Shard: shard, Shards: shards, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
-		SharedIdentity: o.sharedID, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
+		SharedIdentity: o.sharedID, NoEvents: !o.events, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
 	}
 	if o.logNode != "" {
 		fo.NodeLog = func(name string) func(string, ...any) {
