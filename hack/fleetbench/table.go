@@ -62,7 +62,7 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 		for i, m := range med {
 			cell := f(m)
 			if len(spreadOf) > 0 {
-				cell += spread(groups[i].runs, spreadOf[0], func(v float64) string { return fmt.Sprintf("%.3g", v) })
+				cell += spread(groups[i].runs, spreadOf[0], spreadValue)
 			}
 			row = append(row, cell)
 		}
@@ -186,4 +186,13 @@ func own(n int64, has bool, mine int64) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d (%d)", n, mine)
+}
+
+// spreadValue is a bracket's number: three significant digits, never in
+// e-notation (a peak RSS of 1,230 MiB printed as 1.23e+03).
+func spreadValue(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }
