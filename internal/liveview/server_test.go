@@ -183,10 +183,7 @@ func TestOffLoopbackItServesTLSWithTheFingerprintItPrints(t *testing.T) {
 	if fp := sha256.Sum256(s.Certificate().Raw); fmt.Sprintf("%X", fp) != s.Fingerprint() {
 		t.Fatalf("the printed fingerprint %s is not the certificate's", s.Fingerprint())
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(s.Certificate())
-	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := trustingOnly(s)
 	resp, err := c.Get(s.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -210,10 +207,7 @@ func TestOnEveryAddressTheURLNamesOneTheRoomCanReach(t *testing.T) {
 	if u.Scheme != "https" || u.Hostname() != ip {
 		t.Fatalf("URL %s: want https on %s", s.URL(), ip)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(s.Certificate())
-	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := trustingOnly(s)
 	resp, err := c.Get(s.URL())
 	if err != nil {
 		t.Fatal(err) // the certificate covers the address the URL names
@@ -245,4 +239,14 @@ func firstNonLoopback() string {
 		}
 	}
 	return ""
+}
+
+// trustingOnly is a client that trusts the server's own certificate and
+// nothing else (as the learner's browser, once the printed fingerprint
+// matched), and shows redirects instead of following them.
+func trustingOnly(s *Server) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AddCert(s.Certificate())
+	return &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
