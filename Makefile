@@ -16,6 +16,13 @@ TEST_TIMEOUT ?= 45m
 # ours: it runs without -race. hack/conformance (upstream's node
 # conformance e2e tests, a nested module at upstream's test dependency
 # versions) runs a fixed slice of specs against lab 18 the same way.
+# client-go's cache mutation detector is on for every test and every lab a
+# test runs, as in upstream's own test runs (hack/make-rules/test.sh): each
+# informer keeps a copy of what it caches and panics when a shared object
+# has changed. Our kubelet shares the informer's pods instead of copying
+# them (mycore/podconfig annotatedCopy), and this is what proves nothing
+# writes to them.
+export KUBE_CACHE_MUTATION_DETECTOR ?= true
 GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 CONFORMANCE_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)

@@ -113,6 +113,9 @@ func (m *member) runHeartbeats(ctx context.Context, heartbeat *heartbeatClient, 
 	ctx = asNode(ctx, m.name)
 	ctl, _, err := lease.NewController(ctx, lease.Config{
 		Client: heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
+		// A thousand nodes time out together on a busy apiserver: read
+		// the Lease after a lost answer rather than PUT into a 409.
+		ReadAfterUnknownUpdate: true,
 	})
 	if err != nil { // the durations were checked in New
 		m.f.log("lease %s: %v", m.name, err)

@@ -59,6 +59,10 @@ type Config struct {
 	// (the kubelet closes its connections there, to get a fresh one).
 	OnRepeatedFailure func()
 	Clock             clock.Clock // default: real time
+	// ReadAfterUnknownUpdate: after an update whose answer was lost, read
+	// the Lease before the next one instead of meeting a 409 Conflict
+	// (see readBackClient). Fleet mode sets it; a kubelet does not.
+	ReadAfterUnknownUpdate bool
 }
 
 // Durations returns the lease duration and renew interval, refusing values
@@ -100,7 +104,11 @@ func NewController(ctx context.Context, c Config) (lease.Controller, time.Durati
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	ctl := lease.NewController(clk, c.Client, c.NodeName, int32(leaseDur/time.Second), c.OnRepeatedFailure,
+	client := c.Client
+	if c.ReadAfterUnknownUpdate {
+		client = newReadBackClient(client)
+	}
+	ctl := lease.NewController(clk, client, c.NodeName, int32(leaseDur/time.Second), c.OnRepeatedFailure,
 		renew, c.NodeName, corev1.NamespaceNodeLease, setNodeOwner(ctx, c.Client, c.NodeName))
 	return ctl, renew, nil
 }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -43,6 +44,9 @@ type wire struct {
 	requests []request
 	failPut  atomic.Bool // lease updates fail
 	failAll  atomic.Bool // every lease request fails
+	// loseAnswers: so many lease updates reach the apiserver, and their
+	// answer never reaches the client (as a timeout on a busy apiserver).
+	loseAnswers atomic.Int32
 }
 
 type request struct {
@@ -69,17 +73,27 @@ func (w *wire) wrap(cfg *rest.Config) {
 				}
 			} else {
 				resp, err = rt.RoundTrip(req)
+				if err == nil && req.Method == http.MethodPut && w.loseAnswers.Add(-1) >= 0 {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					w.record(req.Method, resp.StatusCode)
+					return nil, errors.New("injected: the update was applied, its answer lost")
+				}
 			}
 			st := 0
 			if resp != nil {
 				st = resp.StatusCode
 			}
-			w.mu.Lock()
-			w.requests = append(w.requests, request{at: time.Now(), method: req.Method, status: st})
-			w.mu.Unlock()
+			w.record(req.Method, st)
 			return resp, err
 		})
 	})
+}
+
+func (w *wire) record(method string, status int) {
+	w.mu.Lock()
+	w.requests = append(w.requests, request{at: time.Now(), method: method, status: status})
+	w.mu.Unlock()
 }
 
 // since returns the requests with the given method made after t.
@@ -263,6 +277,48 @@ func TestFailedUpdatesRetryThenWait(t *testing.T) {
 		l, err := n.admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "lease-retry", metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime.After(healed)
 	})
+}
+
+// TestLostAnswerConflictsUnlessReadBack: an update the apiserver applied
+// but whose answer the node never got (its 10 s heartbeat timeout on a
+// busy apiserver). The upstream controller retries at once with the
+// resourceVersion it had — 409 Conflict, then a GET and the PUT again.
+// With ReadAfterUnknownUpdate (fleet mode) the node reads the Lease first:
+// no 409, and the renewals go on.
+func TestLostAnswerConflictsUnlessReadBack(t *testing.T) {
+	for _, readBack := range []bool{false, true} {
+		name := map[bool]string{false: "lease-lost-upstream", true: "lease-lost-readback"}[readBack]
+		t.Run(name, func(t *testing.T) {
+			client, w, _ := newNode(t, name)
+			run(t, Config{Client: client, NodeName: name, LeaseDurationSeconds: 1, ReadAfterUnknownUpdate: readBack})
+			testenv.PollTrue(t, "a renewal", 15*time.Second, func() bool { return len(w.since(time.Time{}, http.MethodPut)) >= 1 })
+			lost := time.Now()
+			w.loseAnswers.Store(1)
+			renewed := func() int {
+				n := 0
+				for _, p := range w.since(lost, http.MethodPut) {
+					if p.status == http.StatusOK {
+						n++
+					}
+				}
+				return n
+			}
+			testenv.PollTrue(t, "4 renewals after the lost answer", 15*time.Second, func() bool { return renewed() >= 4 })
+			conflicts := 0
+			for _, p := range w.since(lost, http.MethodPut) {
+				if p.status == http.StatusConflict {
+					conflicts++
+				}
+			}
+			gets := len(w.since(lost, http.MethodGet))
+			switch {
+			case !readBack && (conflicts != 1 || gets != 1):
+				t.Errorf("upstream controller: %d conflicts and %d GETs after a lost answer, want 1 and 1", conflicts, gets)
+			case readBack && (conflicts != 0 || gets != 1):
+				t.Errorf("read back: %d conflicts and %d GETs after a lost answer, want 0 and 1", conflicts, gets)
+			}
+		})
+	}
 }
 
 // TestGetFailuresBackOff: when even reading the Lease fails (the apiserver
