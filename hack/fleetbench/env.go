@@ -85,11 +85,20 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 		// A control plane of its own: no other agent's pods or nodes in
 		// the numbers, and nothing left behind.
 		logf("starting a private control plane in %s", filepath.Join(e.dir, "cp"))
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		e.cp, err = controlplane.Start(cctx, controlplane.Config{
-			Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: o.noFsync,
-		})
-		cancel()
+		// Free ports are picked, then bound by the children a moment
+		// later; an outgoing connection can take one in between (its
+		// source port comes from the same range): start again, on new ports.
+		for attempt := 1; ; attempt++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			e.cp, err = controlplane.Start(cctx, controlplane.Config{
+				Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: o.noFsync,
+			})
+			cancel()
+			if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+				break
+			}
+			logf("a port was taken before the control plane bound it; starting again on other ports")
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,10 @@
 // The node lifecycle controller in kube-controller-manager reads the Lease's
 // renewTime: a node whose lease was not renewed for
 // --node-monitor-grace-period becomes Ready=Unknown.
+//
+// One departure, for fleet mode only (Config.ReadAfterUnknownUpdate): after
+// a renewal whose answer was lost, read the Lease before the next one
+// rather than meet a 409 Conflict (readback.go).
 package lease
 
 import (

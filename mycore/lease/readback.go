@@ -15,7 +15,7 @@ import (
 // The upstream controller renews optimistically: it PUTs the Lease it
 // wrote last, with that write's resourceVersion, and reads the Lease only
 // after a 409 Conflict (component-helpers v0.36.3, apimachinery/lease/
-// controller.go:161-171 and :248-251). A renewal whose answer was lost —
+// controller.go:159-172 and :246-255). A renewal whose answer was lost —
 // the heartbeat client's 10 s timeout on an overloaded apiserver — may
 // still have been applied; the controller retries at once with the old
 // resourceVersion, and that retry is a 409 (then a GET, then the PUT).
