@@ -165,14 +165,17 @@ func (d *driver) watchNodes(ctx context.Context, names []string, selector string
 	return w
 }
 
-// waitReady returns when every node is Ready and has a Lease.
-func (w *nodeWatch) waitReady(ctx context.Context, problem func() error) error {
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+// waitReady returns when every node is Ready and has a Lease, or fails
+// after timeout (--timeout covers this step too) saying how many were; it
+// logs progress every 10 s, as the pod steps do.
+func (w *nodeWatch) waitReady(ctx context.Context, timeout time.Duration, problem func() error, logf func(string, ...any)) error {
+	logged, ready := time.Now(), 0
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		if err := problem(); err != nil {
 			return false, err
 		}
 		ns, _ := w.nodes.List(labels.Everything())
-		ready := 0
+		ready = 0
 		for _, n := range ns {
 			if w.want[n.Name] && isReady(n) {
 				if _, err := w.leases.Leases(v1.NamespaceNodeLease).Get(n.Name); err == nil {
@@ -180,8 +183,16 @@ func (w *nodeWatch) waitReady(ctx context.Context, problem func() error) error {
 				}
 			}
 		}
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			logf("  … %d of %d nodes Ready with a Lease", ready, len(w.want))
+		}
 		return ready == len(w.want), nil
 	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		return fmt.Errorf("timed out after %s: %d of %d nodes Ready with a Lease", timeout, ready, len(w.want))
+	}
+	return err
 }
 
 // lost is how many times a node stopped being Ready, and how many nodes did.

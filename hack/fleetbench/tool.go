@@ -155,7 +155,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}
 	defer c.stop(30 * time.Second)
 
-	if err := nodes.waitReady(ctx, c.exited); err != nil {
+	if err := nodes.waitReady(ctx, o.timeout, c.exited, logf); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	r.nodesReady = time.Since(t0)
