@@ -17,7 +17,8 @@ TEST_TIMEOUT ?= 45m
 # conformance e2e tests, a nested module at upstream's test dependency
 # versions) runs a fixed slice of specs against lab 18 the same way.
 # client-go's cache mutation detector is on for every test and every lab a
-# test runs, as in upstream's own test runs (hack/make-rules/test.sh): each
+# test runs, as in upstream's own test runs (hack/make-rules/test.sh:28-29,
+# v1.36.3): each
 # informer keeps a copy of what it caches and panics when a shared object
 # has changed. Our kubelet shares the informer's pods instead of copying
 # them (mycore/podconfig annotatedCopy), and this is what proves nothing
