@@ -2,7 +2,9 @@ package fakecri
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -71,6 +73,28 @@ func TestDaemonRunsUntilStopped(t *testing.T) {
 		id := createStart(t, r, sb, ctrConfig("d"+string(rune('a'+len(cmd))), cmd...))
 		if st := ctrStatus(t, r, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Fatalf("%v: %s", cmd, st.State)
+		}
+	}
+}
+
+// A daemon is state, not a goroutine (idle.go): a thousand nodes' pods
+// are that many of them. It still ends as one: 137 when the runtime
+// closes.
+func TestDaemonsHoldNoGoroutine(t *testing.T) {
+	r := newRuntime(t)
+	sb := runPod(t, r, podConfig("many"))
+	before := goruntime.NumGoroutine()
+	var ids []string
+	for i := range 50 {
+		ids = append(ids, createStart(t, r, sb, ctrConfig(fmt.Sprintf("d%d", i), "/pause")))
+	}
+	if n := goruntime.NumGoroutine() - before; n >= 10 {
+		t.Fatalf("50 daemons started %d goroutines", n)
+	}
+	r.Close()
+	for _, id := range ids {
+		if st := ctrStatus(t, r, id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 {
+			t.Fatalf("after Close: %s exit %d, want EXITED 137", st.State, st.ExitCode)
 		}
 	}
 }

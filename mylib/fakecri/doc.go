@@ -14,11 +14,13 @@
 //
 // # Processes without processes
 //
-// Each running container has one goroutine that interprets its command
-// with a tiny shell (package mocksh lists the exact command set): `echo`,
-// `cat`, `env`, `sleep`, `exit N`, `trap`, `while ...; do ...; done`,
-// `>&2`, `2>&1`, `>/dev/null`, `sh -c '...'`. Anything else is treated as a daemon that runs until it
-// is signalled. That is enough for the classic teaching containers:
+// Each running container whose command the mock knows has one goroutine
+// that interprets it with a tiny shell (package mocksh lists the exact
+// command set): `echo`, `cat`, `env`, `sleep`, `exit N`, `trap`,
+// `while ...; do ...; done`, `>&2`, `2>&1`, `>/dev/null`, `sh -c '...'`.
+// Anything else (/pause, nginx) is a daemon that runs until it is
+// signalled — kept as state, with no goroutine (idle.go). That is enough
+// for the classic teaching containers:
 //
 //	sh -c 'echo hello; sleep 3; exit 3'             # exits 3 after 3 s
 //	sh -c "trap '' TERM; while true; do sleep 1; done"  # ignores SIGTERM

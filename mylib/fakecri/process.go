@@ -18,16 +18,22 @@ import (
 // sigKILL is what ends a container for good.
 const sigKILL = int(unix.SIGKILL)
 
-// proc is a container's main "process": one goroutine running the mock
-// shell (package mocksh). Signals reach it through sigs; done is closed after the runtime
-// has recorded the exit, so "wait for done" means "status says EXITED".
+// proc is a container's main "process": a goroutine running the mock
+// shell (package mocksh), its signals sent through sigs — or, for a
+// process that only waits for a signal (/pause, nginx), no goroutine at
+// all (idle, idle.go). done is closed after the runtime has recorded the
+// exit, so "wait for done" means "status says EXITED".
 type proc struct {
 	sigs chan mocksh.Signal
+	idle *idleProc
 	done chan struct{}
 }
 
 // signal delivers m; false if the process has already exited.
 func (p *proc) signal(m mocksh.Signal) bool {
+	if p.idle != nil {
+		return p.idle.deliver(m)
+	}
 	select {
 	case p.sigs <- m:
 		return true
@@ -66,7 +72,7 @@ func (r *Runtime) startProcess(c *container, sb *sandbox) error {
 		}
 		cio.log = l
 	}
-	p := &proc{sigs: make(chan mocksh.Signal, 16), done: make(chan struct{})}
+	p := &proc{done: make(chan struct{})}
 	c.proc, c.io = p, cio
 	c.life, c.lifeCancel = context.WithCancel(r.ctx)
 	c.state, c.startedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, now
@@ -83,22 +89,28 @@ func (r *Runtime) startProcess(c *container, sb *sandbox) error {
 		WorkDir:  c.workDir(),
 		UID:      sc.GetRunAsUser().GetValue(),
 		GID:      sc.GetRunAsGroup().GetValue(),
-		Signals:  p.sigs,
 		Now:      r.opts.now,
 	}
 	if c.ignoreTerm {
 		cfg.Ignore = []int{int(unix.SIGTERM)}
 	}
-	sh := mocksh.New(c.life, cfg)
 	argv := c.argv()
 	// An interactive shell (stdin open) waits for input that only attach
 	// could send; the mock attaches output only, so it simply runs on.
 	interactive := c.config.GetStdin() && isShellWithoutScript(argv)
 
 	r.procs.Add(1)
+	if interactive || !mocksh.Runs(argv) {
+		// A daemon: nothing to interpret, only signals to wait for.
+		r.startIdle(c, mocksh.New(c.life, cfg))
+		return nil
+	}
+	p.sigs = make(chan mocksh.Signal, 16)
+	cfg.Signals = p.sigs
+	sh := mocksh.New(c.life, cfg)
 	go func() {
 		defer r.procs.Done()
-		code, reason := runMain(sh, argv, interactive)
+		code, reason := runMain(sh, argv)
 		r.processExited(c, code, reason)
 	}()
 	return nil
@@ -115,13 +127,10 @@ func isShellWithoutScript(argv []string) bool {
 	return false
 }
 
-// runMain runs a container command to completion. A command the mock shell
-// does not know (nginx, /pause, a Go server …) is a daemon: it runs until
-// a signal ends it.
-func runMain(sh *mocksh.Shell, argv []string, interactive bool) (int32, string) {
-	if len(argv) == 0 || interactive {
-		return sh.Daemon(), sh.ExitReason()
-	}
+// runMain runs a container command the mock shell interprets to
+// completion. (A command it does not know — nginx, /pause, a Go server —
+// is an idle process, idle.go.)
+func runMain(sh *mocksh.Shell, argv []string) (int32, string) {
 	code, err := sh.Run(argv)
 	if errors.Is(err, mocksh.ErrNotFound) {
 		code = sh.Daemon()

@@ -134,6 +134,20 @@ func (sh *Shell) Daemon() int32 {
 	return code
 }
 
+// DaemonSignal is one step of Daemon for a caller that keeps the daemon
+// as state instead of a goroutine blocked in Daemon: it handles m as
+// Daemon would and says whether the daemon exits, and with what status
+// (ExitReason gives the reason of a forced exit). The end of the context
+// is the caller's to watch: Daemon would exit 137.
+func (sh *Shell) DaemonSignal(m Signal) (code int32, exits bool) {
+	err := sh.handleSignal(m)
+	if err == nil {
+		return 0, false
+	}
+	code, _ = sh.finish(0, err)
+	return code, true
+}
+
 var errNoSuchFile = errors.New("No such file or directory")
 
 // ErrNotFound is what Run returns for an argv that is neither a built-in
@@ -141,19 +155,37 @@ var errNoSuchFile = errors.New("No such file or directory")
 // an error for exec).
 var ErrNotFound = errors.New("command not found")
 
+// Runs reports whether Run interprets argv (a shell or a built-in);
+// anything else is a daemon to it, for which Run returns ErrNotFound.
+func Runs(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	name := path.Base(argv[0])
+	if isShell(name) {
+		return true
+	}
+	_, ok := builtins[name]
+	return ok
+}
+
+func isShell(name string) bool {
+	switch name {
+	case "sh", "bash", "ash", "dash":
+		return true
+	}
+	return false
+}
+
 // Run runs one argv the way execve would and returns its exit status:
 // built-ins and shells run, anything else returns ErrNotFound.
 func (sh *Shell) Run(argv []string) (int32, error) {
-	if len(argv) == 0 {
+	if !Runs(argv) {
 		return 0, ErrNotFound
 	}
 	name := path.Base(argv[0])
-	switch name {
-	case "sh", "bash", "ash", "dash":
+	if isShell(name) {
 		return sh.runShellArgs(name, argv[1:])
-	}
-	if _, ok := builtins[name]; !ok {
-		return 0, ErrNotFound
 	}
 	st, err := sh.call(append([]string{name}, argv[1:]...))
 	return sh.finish(st, err)
