@@ -258,7 +258,11 @@ func New(o Options) (*Kubelet, error) {
 	}
 	k.workers = w
 	k.Handlers = podworkers.Handlers{Pods: k.pods, Workers: w}
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Journal: k.journal, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
+	// The pod manager, as upstream's NewManager takes it (status_manager.go:
+	// 212): the status manager re-posts a status someone else overwrote,
+	// deletes a finished pod the informer shows deleted, and forgets a
+	// last write once the informer has delivered it.
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 )
 
 // TestReadLastWrite: with Options.ReadLastWrite a post is one PATCH, no
@@ -89,4 +90,64 @@ func TestReadLastWrite(t *testing.T) {
 	if g, d := f.calls.count(http.MethodGet)-gets, f.calls.count(http.MethodDelete); g != 0 || d != 1 {
 		t.Errorf("the end made %d GET and %d DELETE calls; want 0 and 1", g, d)
 	}
+}
+
+// TestReadLastWriteForgetsWhatTheInformerHas: the reply to a post is kept
+// only until the pod manager has that write (its pod carries the reply's
+// resourceVersion): then the next post patches from the pod manager's
+// copy — still no GET, and nothing lost — and a fleet does not hold a
+// second copy of every running pod's status.
+func TestReadLastWriteForgetsWhatTheInformerHas(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	pm := kubepod.NewBasicPodManager()
+	f.m = NewManager(f.m.client, f.safety, Options{Log: f.logs.logf, Pods: pm, ReadLastWrite: true})
+	pod := createPod(t, f.admin, "caught-up", v1.RestartPolicyNever)
+	pm.AddPod(pod)
+	started := time.Now().Add(-time.Second)
+	gets := f.calls.count(http.MethodGet)
+
+	running := runningAt(started)
+	running.QOSClass = v1.PodQOSBestEffort // as the apiserver has it: nothing to reconcile
+	f.m.SetPodStatus(pod, running)
+	if n := f.m.Sync(ctx, false); n != 1 {
+		t.Fatalf("synced %d pods, want 1", n)
+	}
+	if len(f.m.lastWrite) != 1 {
+		t.Fatalf("kept %d last writes after a post; want 1", len(f.m.lastWrite))
+	}
+	// The pod manager still has the pod from before our write (Pending):
+	// that is our own older status, not someone else's — nothing to
+	// reconcile, nothing to forget.
+	f.m.Sync(ctx, true)
+	if p := f.calls.count(http.MethodPatch); p != 1 || len(f.m.lastWrite) != 1 {
+		t.Fatalf("a pass before the informer delivered our write: %d PATCH in all, %d last writes kept; want 1 and 1", p, len(f.m.lastWrite))
+	}
+	pm.UpdatePod(getPod(t, f.admin, pod.Name)) // the informer delivers our write
+	f.m.Sync(ctx, true)
+	if len(f.m.lastWrite) != 0 {
+		t.Fatalf("kept %d last writes after the informer delivered ours; want 0", len(f.m.lastWrite))
+	}
+
+	notReady := *running.DeepCopy()
+	notReady.ContainerStatuses[0].Ready = false
+	notReady.Conditions[0].Status = v1.ConditionFalse
+	f.m.SetPodStatus(pod, notReady) // handed over with the pod from before any write
+	f.m.Sync(ctx, false)
+	got := getPod(t, f.admin, pod.Name).Status
+	if got.Phase != v1.PodRunning || got.ContainerStatuses[0].Ready || !podReadyIs(got, v1.ConditionFalse) {
+		t.Errorf("after the second post the apiserver has phase %s, container ready %v, conditions %v; want Running, not ready", got.Phase, got.ContainerStatuses[0].Ready, got.Conditions)
+	}
+	if g, p := f.calls.count(http.MethodGet)-gets, f.calls.count(http.MethodPatch); g != 0 || p != 2 {
+		t.Errorf("two posts made %d GET and %d PATCH calls; want 0 and 2", g, p)
+	}
+}
+
+func podReadyIs(st v1.PodStatus, want v1.ConditionStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == want
+		}
+	}
+	return false
 }

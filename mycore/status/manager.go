@@ -77,7 +77,9 @@ type Options struct {
 	// the patch and stays; the UID precondition still refuses a pod that
 	// was replaced. A failed post, a static pod's mirror pod and a pod
 	// whose copy shows no deletion while the kubelet knows of one read the
-	// pod again with a GET.
+	// pod again with a GET. The reply is kept only until the pod manager
+	// (Pods) has that write from the informer; then the pod manager's copy
+	// is the base, so a running pod's status is not held twice.
 	ReadLastWrite bool
 }
 
