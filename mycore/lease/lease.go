@@ -110,7 +110,7 @@ func NewController(ctx context.Context, c Config) (lease.Controller, time.Durati
 	}
 	client := c.Client
 	if c.ReadAfterUnknownUpdate {
-		client = newReadBackClient(client)
+		client = newReadBackClient(client, clk)
 	}
 	ctl := lease.NewController(clk, client, c.NodeName, int32(leaseDur/time.Second), c.OnRepeatedFailure,
 		renew, c.NodeName, corev1.NamespaceNodeLease, setNodeOwner(ctx, c.Client, c.NodeName))

@@ -316,6 +316,12 @@ func TestLostAnswerConflictsUnlessReadBack(t *testing.T) {
 				t.Errorf("upstream controller: %d conflicts and %d GETs after a lost answer, want 1 and 1", conflicts, gets)
 			case readBack && (conflicts != 0 || gets != 1):
 				t.Errorf("read back: %d conflicts and %d GETs after a lost answer, want 0 and 1", conflicts, gets)
+			case readBack:
+				// The read waits for the lost write to land (readBackDelay).
+				lostPut, get := w.since(lost, http.MethodPut)[0], w.since(lost, http.MethodGet)[0]
+				if waited := get.at.Sub(lostPut.at); waited < readBackDelay {
+					t.Errorf("read back %s after the lost answer, want at least %s", waited, readBackDelay)
+				}
 			}
 		})
 	}
