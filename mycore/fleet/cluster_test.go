@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/node"
@@ -152,6 +153,34 @@ func TestFleetIdentity(t *testing.T) {
 	_, err = c.CoreV1().Nodes().Patch(as0, "tid-0000", types.MergePatchType, label("node-restriction.kubernetes.io/x"), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "is not allowed to modify labels") {
 		t.Errorf("tid-0000 sets a node-restriction label: got %v, want NodeRestriction's Forbidden", err)
+	}
+}
+
+// TestIdentityAgainIsNoConflict: a fleet started again (a shard
+// restarted, the next round of the benchmark) finds its ClusterRole and
+// binding and meets no 409 — the apiserver counts a create of an object
+// that exists as a conflict — and a run with more nodes widens the role.
+func TestIdentityAgainIsNoConflict(t *testing.T) {
+	cfg := rest.CopyConfig(testenv.AdminConfig(t))
+	calls := NewCalls()
+	calls.Wrap(cfg)
+	ctx, role := context.Background(), ShardRole("tia", 0, 0)
+	for _, names := range [][]string{{"tia-0000"}, {"tia-0000"}, {"tia-0000", "tia-0001"}} {
+		if _, err := ensureIdentity(ctx, cfg, role, names); err != nil {
+			t.Fatalf("identity for %v: %v", names, err)
+		}
+	}
+	for _, c := range calls.Counts() {
+		if c.Code == 409 {
+			t.Errorf("three starts: %s", c)
+		}
+	}
+	got, err := testenv.AdminClient(t).RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(got.Rules), "tia-0001") {
+		t.Errorf("after a start with two nodes the role names only %v", got.Rules)
 	}
 }
 

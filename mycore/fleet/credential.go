@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -110,18 +111,21 @@ func ensureIdentity(ctx context.Context, admin *rest.Config, name string, names 
 	}
 	labels := map[string]string{"app.kubernetes.io/part-of": "kubelet-labs"}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: identityRules(names)}
+	// Read first, then create or update: a fleet started again (a shard
+	// restarted, the next benchmark round) finds both objects, and a
+	// create that meets them would be a 409 in the apiserver's count of
+	// conflicts, which fleet mode is measured by.
 	roles := client.RbacV1().ClusterRoles()
-	if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+	have, err := roles.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = roles.Create(ctx, role, metav1.CreateOptions{})
+	case err == nil && !equality.Semantic.DeepEqual(have.Rules, role.Rules):
 		// Another run of this prefix, maybe with another number of nodes.
-		have, err := roles.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, identityErr(err)
-		}
 		have.Rules = role.Rules
-		if _, err := roles.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-			return nil, identityErr(err)
-		}
-	} else if err != nil {
+		_, err = roles.Update(ctx, have, metav1.UpdateOptions{})
+	}
+	if err != nil {
 		return nil, identityErr(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -130,21 +134,17 @@ func ensureIdentity(ctx context.Context, admin *rest.Config, name string, names 
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: IdentityUser}},
 	}
 	bindings := client.RbacV1().ClusterRoleBindings()
-	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		have, err := bindings.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, identityErr(err)
-		}
-		if have.RoleRef != binding.RoleRef {
-			return nil, fmt.Errorf("fleet identity: ClusterRoleBinding %s exists with role %s/%s, want ClusterRole %s; delete it (kubectl delete clusterrolebinding %s)", name, have.RoleRef.Kind, have.RoleRef.Name, name, name)
-		}
-		if !slices.Equal(have.Subjects, binding.Subjects) {
-			have.Subjects = binding.Subjects // no one else gets this role
-			if _, err := bindings.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-				return nil, identityErr(err)
-			}
-		}
-	} else if err != nil {
+	hasBinding, err := bindings.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = bindings.Create(ctx, binding, metav1.CreateOptions{})
+	case err == nil && hasBinding.RoleRef != binding.RoleRef:
+		return nil, fmt.Errorf("fleet identity: ClusterRoleBinding %s exists with role %s/%s, want ClusterRole %s; delete it (kubectl delete clusterrolebinding %s)", name, hasBinding.RoleRef.Kind, hasBinding.RoleRef.Name, name, name)
+	case err == nil && !slices.Equal(hasBinding.Subjects, binding.Subjects):
+		hasBinding.Subjects = binding.Subjects // no one else gets this role
+		_, err = bindings.Update(ctx, hasBinding, metav1.UpdateOptions{})
+	}
+	if err != nil {
 		return nil, identityErr(err)
 	}
 
