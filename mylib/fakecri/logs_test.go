@@ -112,3 +112,48 @@ func TestUnwritableLogFailsStart(t *testing.T) {
 		t.Fatalf("after failed start: %s %d %q", st.State, st.ExitCode, st.Reason)
 	}
 }
+
+// TestSilentContainersHoldNoLogFile: a container's log exists from its
+// start (kubectl logs reads it, empty) but is held open only once it
+// writes — fleet mode's 20,000 /pause containers were 20,000 open files.
+func TestSilentContainersHoldNoLogFile(t *testing.T) {
+	r := newRuntime(t)
+	pod, dir := logDirPod(t, "silent")
+	sb := runPod(t, r, pod)
+	openLogs := func() int {
+		n := 0
+		fds, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range fds {
+			if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 20 {
+		cfg := ctrConfig("pause"+string(rune('a'+i)), "/pause")
+		cfg.LogPath = cfg.Metadata.Name + ".log"
+		createStart(t, r, sb, cfg)
+		if _, err := os.Stat(filepath.Join(dir, cfg.LogPath)); err != nil {
+			t.Fatalf("the log of a started container: %v", err)
+		}
+	}
+	if n := openLogs(); n != 0 {
+		t.Errorf("20 silent containers hold %d log files open, want 0", n)
+	}
+	talker := ctrConfig("talker", "sh", "-c", "echo hello; sleep 3600")
+	talker.LogPath = "talker.log"
+	id := createStart(t, r, sb, talker)
+	testenv.PollTrue(t, "the talker's line in its log", patient, func() bool {
+		return strings.Contains(readFile(t, filepath.Join(dir, "talker.log")), "stdout F hello")
+	})
+	if n := openLogs(); n != 1 {
+		t.Errorf("with one container that wrote: %d log files open, want 1", n)
+	}
+	if _, err := r.StopContainer(tctx(t), &runtimeapi.StopContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if n := openLogs(); n != 0 {
+		t.Errorf("after the talker exited: %d log files open, want 0", n)
+	}
+}
