@@ -30,9 +30,11 @@ import (
 //
 // It waits readBackDelay before that read. A request whose answer the
 // client gave up on is not withdrawn: the apiserver may be writing it to
-// etcd still, and a read made at once can come before that write and so
-// lead to the very 409 it is there to avoid (3 of them in a quiet
-// 3-round benchmark without the wait). Two seconds of a 40-second lease.
+// etcd still, and a read made at once can come before that write: our
+// retry lands first, and the lost write, landing after it with the old
+// resourceVersion, is answered 409 — to no one, but counted by the
+// apiserver. Two seconds of a 40-second lease; with the wait, no Lease
+// met a 409 in a quiet 3-round benchmark (lab 18's README).
 type readBackClient struct {
 	kubernetes.Interface
 	*readBack

@@ -138,7 +138,9 @@ func (sh *Shell) Daemon() int32 {
 // as state instead of a goroutine blocked in Daemon: it handles m as
 // Daemon would and says whether the daemon exits, and with what status
 // (ExitReason gives the reason of a forced exit). The end of the context
-// is the caller's to watch: Daemon would exit 137.
+// is the caller's to watch: Daemon would exit 137. Only for a shell that
+// ran no script: its traps can only ignore (Config.Ignore), so handling a
+// signal never runs a command and never blocks.
 func (sh *Shell) DaemonSignal(m Signal) (code int32, exits bool) {
 	err := sh.handleSignal(m)
 	if err == nil {
