@@ -15,7 +15,8 @@ import (
 const AnnotationIgnoreSIGTERM = "fakecri.kubelet-labs/ignore-sigterm"
 
 // sandbox is the runtime's record of a pod sandbox. Everything is guarded
-// by Runtime.mu; config is a private deep copy and never changes.
+// by Runtime.mu; config is a private deep copy and never changes: list items
+// share its label and annotation maps (doc.go).
 type sandbox struct {
 	id         string
 	seq        uint64 // creation order: lists are oldest first even if clocks tie
@@ -62,14 +63,16 @@ func (sb *sandbox) metadata() *runtimeapi.PodSandboxMetadata {
 	return &runtimeapi.PodSandboxMetadata{Name: m.GetName(), Uid: m.GetUid(), Namespace: m.GetNamespace(), Attempt: m.GetAttempt()}
 }
 
+// listItem shares the sandbox's labels and annotations (doc.go); a status
+// copies them.
 func (sb *sandbox) listItem() *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
 		Id:             sb.id,
 		Metadata:       sb.metadata(),
 		State:          sb.state,
 		CreatedAt:      sb.createdAt,
-		Labels:         maps.Clone(sb.config.GetLabels()),
-		Annotations:    maps.Clone(sb.config.GetAnnotations()),
+		Labels:         sb.config.GetLabels(),
+		Annotations:    sb.config.GetAnnotations(),
 		RuntimeHandler: sb.handler,
 	}
 }
@@ -143,6 +146,7 @@ func (c *container) imageSpec() *runtimeapi.ImageSpec {
 	}
 }
 
+// listItem shares the container's labels and annotations (doc.go).
 func (c *container) listItem() *runtimeapi.Container {
 	return &runtimeapi.Container{
 		Id:           c.id,
@@ -153,8 +157,8 @@ func (c *container) listItem() *runtimeapi.Container {
 		ImageId:      c.img.id,
 		State:        c.state,
 		CreatedAt:    c.createdAt,
-		Labels:       maps.Clone(c.config.GetLabels()),
-		Annotations:  maps.Clone(c.config.GetAnnotations()),
+		Labels:       c.config.GetLabels(),
+		Annotations:  c.config.GetAnnotations(),
 	}
 }
 
