@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp(base, "run-")
+	dir, err := newRunDir(base)
 	if err != nil {
 		return err
 	}
