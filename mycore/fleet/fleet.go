@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -220,7 +221,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}
 		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), role)
 	}
-	client, heartbeat, err := f.clients(cred)
+	client, watcher, heartbeat, err := f.clients(cred)
 	if err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 
 	// The Node informer first: the status reporters read from it. Only
 	// this lab's nodes.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+	factory := informers.NewSharedInformerFactoryWithOptions(watcher, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.Set{node.LabLabel: o.Lab}.String()
 		}))
@@ -264,7 +265,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	getNode := func(_ context.Context, name string) (*v1.Node, error) { return nodeLister.Get(name) }
 
 	// One pod informer for every node, each node its own channel of ops.
-	updates = podconfig.WatchNodes(ctx, client, f.names)
+	updates = podconfig.WatchNodes(ctx, watcher, f.names)
 
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
@@ -313,11 +314,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 	return nil
 }
 
-// clients are the two views of the one connection made with cred: client
-// for pods and registration (rate-limited by QPS/Burst), heartbeat for
-// leases and node status (no limit, a timeout as the kubelet's heartbeat
-// client).
-func (f *Fleet) clients(cred *rest.Config) (client kubernetes.Interface, heartbeat *heartbeatClient, err error) {
+// clients are the fleet's clients, all with cred: client for pods and
+// registration (rate-limited by QPS/Burst) and heartbeat for leases and
+// node status (no limit, a timeout as the kubelet's heartbeat client)
+// share one connection; watcher, for the informers, has its own.
+func (f *Fleet) clients(cred *rest.Config) (client, watcher kubernetes.Interface, heartbeat *heartbeatClient, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(cred)
 	cfg.UserAgent = "kubelet-labs-fleet"
@@ -352,13 +353,26 @@ func (f *Fleet) clients(cred *rest.Config) (client kubernetes.Interface, heartbe
 	hb := rest.CopyConfig(cfg)
 	leaseDur, _, _ := (lease.Config{LeaseDurationSeconds: o.LeaseDurationSeconds}).Durations()
 	hb.QPS, hb.Timeout = -1, min(o.StatusUpdateFrequency, leaseDur)
+	// The informers (pods, nodes) get a connection of their own: a
+	// dialer of its own is a transport of its own in client-go's cache
+	// (transport/cache.go, tlsConfigKey). On the one connection of a
+	// thousand nodes' requests, under load, the HTTP/2 ping went
+	// unanswered, the connection was dropped ("http2: client connection
+	// lost"), and with it every watch: each node went without new pods
+	// until the pod informer had listed every pod of the fleet again
+	// (issue 23, 25,000 pods).
+	w := rest.CopyConfig(main)
+	w.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	if client, err = kubernetes.NewForConfig(main); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if watcher, err = kubernetes.NewForConfig(w); err != nil {
+		return nil, nil, nil, err
 	}
 	if heartbeat, err = newHeartbeatClient(hb, !o.SharedIdentity); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return client, heartbeat, nil
+	return client, watcher, heartbeat, nil
 }
 
 // PodsByNode is how many pods each node has in its pod manager (nil

@@ -1,6 +1,6 @@
 // Package fleetmode is lab 18's --nodes N: N of our nodes (mycore/fleet)
 // in one process, each with its own kubelet on its own mock runtime, all
-// sharing one credential and one connection to the apiserver. It prints
+// sharing one credential and two connections to the apiserver. It prints
 // what a learner watches (a summary every few seconds, every API call by
 // verb, resource and code at the end), and sets what is process-wide: the
 // garbage collector, the profiler, the klog logger the nodes share.
@@ -189,7 +189,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
 	}
-	out.Printf("one credential and one connection to %s for all: %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
+	out.Printf("one credential for all, two connections to %s (the nodes' requests; the informers' watches): %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
 	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
 	out.Printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
 	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", names[0])
