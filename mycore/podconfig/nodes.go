@@ -64,7 +64,16 @@ func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []st
 			return pods.Watch(ctx, o)
 		},
 	}
-	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Pod{}, 0, cache.Indexers{})
+	// A LIST then a WATCH, never a watch-list stream (client-go's
+	// WatchListClient: the initial list sent as a watch's events). For a
+	// kubelet's hundred pods the stream is cheaper; for a fleet's tens of
+	// thousands, sent event by event through the apiserver's 100-event
+	// buffer for each watcher to a process that is busy running a thousand
+	// nodes, the stream was closed as too slow and begun again, minute
+	// after minute, while no node heard of a deleted pod (issue 23:
+	// 25,000 pods, all Terminating, none gone). A LIST at the informer's
+	// resourceVersion is one answer from the watch cache.
+	informer := cache.NewSharedIndexInformer(listThenWatch{lw}, &v1.Pod{}, 0, cache.Indexers{})
 	// No node reads managedFields (who wrote which field, for server-side
 	// apply): dropped before the cache, they are not kept once in the
 	// cache and again in each node's copies — with thousands of pods,
@@ -153,3 +162,9 @@ func (d *dispatcher) onDelete(obj any) {
 		d.mergers[node].onDelete(obj)
 	}
 }
+
+// listThenWatch tells the reflector not to use the watch-list stream
+// (client-go's util/watchlist.DoesClientNotSupportWatchListSemantics).
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
