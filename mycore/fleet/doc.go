@@ -11,7 +11,8 @@
 // does:
 //
 //	                ┌──────────── one process ────────────────────────────┐
-//	apiserver ◀───▶ │ one credential, two connections (HTTP/2)             │
+//	apiserver ◀───▶ │ one credential; HTTP/2 connections: 1 per 100 nodes, │
+//	                │ 1 for the informers                                  │
 //	                │   ├─ pod informer (1 list + 1 watch) ─▶ per-node ops │
 //	                │   ├─ node informer (read by the status reporters)    │
 //	                │   └─ 16 event broadcasters (node i: i mod 16)        │
@@ -22,9 +23,11 @@
 //
 // # Identity
 //
-// The fleet holds one credential and two connections: one for the nodes'
-// requests, one for the informers' watches (a connection lost under load
-// must not take every watch with it: fleet.go, clients). The credential is
+// The fleet holds one credential and a few connections: one for every
+// Options.NodesPerConnection nodes' requests (default 100; a kubelet has
+// one of its own), one for the informers' watches — a connection lost
+// under load takes only its own requests with it, and never a watch
+// (fleet.go, clients). The credential is
 // its own, not the admin's: given the admin kubeconfig, the fleet uses it
 // once, at start, to bind the user kubelet-labs:fleet to a ClusterRole
 // that may impersonate exactly the fleet's nodes (and group system:nodes,

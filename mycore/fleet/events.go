@@ -42,14 +42,14 @@ type fleetEvents struct {
 // startFleetEvents starts the broadcasters of n nodes; they write until
 // ctx ends (a write in flight then is cancelled, as the fleet stops).
 // Not on: none, and every recorder drops what it is given.
-func startFleetEvents(ctx context.Context, events corev1client.EventsGetter, n int, on bool) *fleetEvents {
+func startFleetEvents(ctx context.Context, events func(writer int) corev1client.EventsGetter, n int, on bool) *fleetEvents {
 	e := &fleetEvents{}
 	if !on {
 		return e
 	}
-	for range min(n, EventWriters) {
+	for w := range min(n, EventWriters) {
 		b := record.NewBroadcaster(record.WithContext(ctx))
-		b.StartRecordingToSink(nodeEventSink{ctx: ctx, events: events})
+		b.StartRecordingToSink(nodeEventSink{ctx: ctx, events: events(w)})
 		e.broadcasters = append(e.broadcasters, b)
 	}
 	return e

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/kubernetes/pkg/features"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
@@ -35,6 +38,9 @@ const (
 	// DefaultRegisterParallelism: how many Node creates are in flight at
 	// once while the fleet registers.
 	DefaultRegisterParallelism = 16
+	// DefaultNodesPerConnection: how many nodes share one connection for
+	// their requests (see Options.NodesPerConnection).
+	DefaultNodesPerConnection = 100
 )
 
 // DefaultCapacity is what each node reports: KWOK's default fake node
@@ -89,6 +95,13 @@ type Options struct {
 	// RegisterParallelism: Node creates in flight (default 16). A node
 	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
+	// NodesPerConnection: nodes whose requests (pods, registration,
+	// Leases, node status, events) share one HTTP/2 connection (default
+	// 100: ten connections for 1,000 nodes). A kubelet has a connection
+	// of its own; a thousand on one connection lose all their requests at
+	// once when it is dropped, and queue behind the apiserver's limit of
+	// streams per connection.
+	NodesPerConnection int
 	// SharedIdentity makes every node act as the credential's own user,
 	// as KWOK does. By default each node's requests impersonate it
 	// (system:node:NAME): see the package documentation, Identity.
@@ -149,6 +162,9 @@ func New(o Options) (*Fleet, error) {
 	}
 	if o.RegisterParallelism <= 0 {
 		o.RegisterParallelism = DefaultRegisterParallelism
+	}
+	if o.NodesPerConnection <= 0 {
+		o.NodesPerConnection = DefaultNodesPerConnection
 	}
 	if o.StatusUpdateFrequency <= 0 {
 		o.StatusUpdateFrequency = node.DefaultStatusUpdateFrequency
@@ -221,11 +237,12 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}
 		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), role)
 	}
-	client, watcher, heartbeat, err := f.clients(cred)
+	conns, watcher, err := f.clients(cred)
 	if err != nil {
 		return err
 	}
-	f.client = client
+	f.client = conns[0].client
+	connOf := func(i int) nodeConn { return conns[i/o.NodesPerConnection] }
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("fleet: pod logs folder: %w", err)
 	}
@@ -237,7 +254,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var updates map[string]<-chan kubetypes.PodUpdate
 	// The nodes' events (events.go), stopped once every node has.
-	events := startFleetEvents(ctx, client.CoreV1(), len(f.names), !o.NoEvents)
+	events := startFleetEvents(ctx, func(w int) corev1client.EventsGetter { return conns[w%len(conns)].client.CoreV1() }, len(f.names), !o.NoEvents)
 	defer func() {
 		cancel()
 		wg.Wait()
@@ -270,7 +287,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
 	for i, name := range f.names {
-		m, err := newMember(f, f.first+i, name, client, updates[name], events.recorder(i, name))
+		m, err := newMember(f, f.first+i, name, connOf(i), updates[name], events.recorder(i, name))
 		if err != nil {
 			return err
 		}
@@ -299,14 +316,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 		wg.Go(func() {
 			var once sync.Once
 			kubelet := func() { once.Do(func() { wg.Go(func() { m.runKubelet(ctx) }) }) }
-			if err := m.register(ctx, client, places, kubelet); err != nil {
+			if err := m.register(ctx, places, kubelet); err != nil {
 				return // ctx ended
 			}
 			if left.Add(-1) == 0 && ctx.Err() == nil {
 				f.log("%d nodes registered in %s; each runs its kubelet, PLEG, lease and status reporter", len(f.names), time.Since(start).Round(time.Millisecond))
 				close(f.ready)
 			}
-			m.runHeartbeats(ctx, heartbeat, getNode)
+			m.runHeartbeats(ctx, getNode)
 		})
 	}
 	<-ctx.Done()
@@ -314,11 +331,18 @@ func (f *Fleet) Run(ctx context.Context) error {
 	return nil
 }
 
-// clients are the fleet's clients, all with cred: client for pods and
-// registration (rate-limited by QPS/Burst) and heartbeat for leases and
-// node status (no limit, a timeout as the kubelet's heartbeat client)
-// share one connection; watcher, for the informers, has its own.
-func (f *Fleet) clients(cred *rest.Config) (client, watcher kubernetes.Interface, heartbeat *heartbeatClient, err error) {
+// nodeConn is one connection's clients, shared by a group of nodes:
+// client for pods, registration and events (rate-limited by QPS/Burst,
+// one limiter for the whole fleet) and heartbeat for Leases and node
+// status (no limit; a timeout, as the kubelet's heartbeat client).
+type nodeConn struct {
+	client    kubernetes.Interface
+	heartbeat *heartbeatClient
+}
+
+// clients are the fleet's clients, all with cred: a connection for every
+// NodesPerConnection nodes, and one for the informers (watcher).
+func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes.Interface, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(cred)
 	cfg.UserAgent = "kubelet-labs-fleet"
@@ -346,34 +370,65 @@ func (f *Fleet) clients(cred *rest.Config) (client, watcher kubernetes.Interface
 		impersonateNodes(cfg)
 	}
 	main := rest.CopyConfig(cfg)
-	main.QPS, main.Burst = o.QPS, o.Burst
-	if main.QPS < 0 {
+	switch qps, burst := o.QPS, o.Burst; {
+	case qps < 0:
 		main.QPS = -1 // client-go: no rate limiter at all
+	default:
+		if qps == 0 { // client-go's default, as before the pool
+			qps, burst = rest.DefaultQPS, rest.DefaultBurst
+		}
+		// One limiter for every connection: the limit is the fleet's.
+		main.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 	}
-	hb := rest.CopyConfig(cfg)
 	leaseDur, _, _ := (lease.Config{LeaseDurationSeconds: o.LeaseDurationSeconds}).Durations()
-	hb.QPS, hb.Timeout = -1, min(o.StatusUpdateFrequency, leaseDur)
-	// The informers (pods, nodes) get a connection of their own: a
-	// dialer of its own is a transport of its own in client-go's cache
-	// (transport/cache.go, tlsConfigKey). On the one connection of a
-	// thousand nodes' requests, under load, the HTTP/2 ping went
-	// unanswered, the connection was dropped ("http2: client connection
-	// lost"), and with it every watch: each node went without new pods
-	// until the pod informer had listed every pod of the fleet again
-	// (issue 23, 25,000 pods).
+	hbTimeout := min(o.StatusUpdateFrequency, leaseDur)
+
+	// A connection per group of nodes: a dialer of its own is a transport
+	// of its own in client-go's cache (transport/cache.go, tlsConfigKey,
+	// keyed by the dial holder rest.TransportConfig makes for each
+	// config with Dial set), and the group's pods and heartbeats share
+	// it. On one connection for a thousand nodes, under load, the HTTP/2
+	// ping went unanswered and the connection was dropped ("http2: client
+	// connection lost", 168 times in one 25,000-pod run, issue 23): every
+	// node's requests in flight failed at once.
+	for first := 0; first < len(f.names); first += o.NodesPerConnection {
+		g := rest.CopyConfig(main)
+		g.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		rt, err := rest.TransportFor(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		client, err := kubernetes.NewForConfigAndClient(g, &http.Client{Transport: rt})
+		if err != nil {
+			return nil, nil, err
+		}
+		heartbeat, err := newHeartbeatClient(g, &http.Client{Transport: rt, Timeout: hbTimeout}, !o.SharedIdentity)
+		if err != nil {
+			return nil, nil, err
+		}
+		conns = append(conns, nodeConn{client: client, heartbeat: heartbeat})
+	}
+	// The informers (pods, nodes) get a connection of their own too: on
+	// a connection that was dropped every watch ended, and each node went
+	// without new pods until the pod informer had listed every pod of the
+	// fleet again (issue 23, 25,000 pods).
 	w := rest.CopyConfig(main)
 	w.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	if client, err = kubernetes.NewForConfig(main); err != nil {
-		return nil, nil, nil, err
-	}
 	if watcher, err = kubernetes.NewForConfig(w); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if heartbeat, err = newHeartbeatClient(hb, !o.SharedIdentity); err != nil {
-		return nil, nil, nil, err
-	}
-	return client, watcher, heartbeat, nil
+	return conns, watcher, nil
 }
+
+// Connections is how many connections the nodes' requests use: one for
+// every NodesPerConnection nodes (the informers have one more).
+func (f *Fleet) Connections() int {
+	return (len(f.names) + f.o.NodesPerConnection - 1) / f.o.NodesPerConnection
+}
+
+// NodesPerConnection is how many nodes share each connection (the last
+// may have fewer).
+func (f *Fleet) NodesPerConnection() int { return f.o.NodesPerConnection }
 
 // PodsByNode is how many pods each node has in its pod manager (nil
 // until Ready).

@@ -86,7 +86,11 @@ func TestHeartbeatForNode(t *testing.T) {
 		if c.impersonate {
 			impersonateNodes(cfg)
 		}
-		hb, err := newHeartbeatClient(cfg, c.impersonate)
+		rt, err := rest.TransportFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, err := newHeartbeatClient(cfg, &http.Client{Transport: rt}, c.impersonate)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -94,11 +94,13 @@ type heartbeatClient struct {
 	impersonate bool
 }
 
-func newHeartbeatClient(cfg *rest.Config, impersonate bool) (*heartbeatClient, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
+// newHeartbeatClient makes the heartbeat client of hc, whose transport
+// (connection) a group of nodes shares and whose Timeout is the
+// heartbeats' own.
+func newHeartbeatClient(cfg *rest.Config, hc *http.Client, impersonate bool) (*heartbeatClient, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.RateLimiter = -1, nil // never limited
+	cfg.Timeout = hc.Timeout
 	c, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err

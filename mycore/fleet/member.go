@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
@@ -25,6 +24,7 @@ import (
 type member struct {
 	f       *Fleet
 	name    string
+	conn    nodeConn // shared with the other nodes of its group
 	cfg     node.Config
 	mock    *fakecri.Runtime
 	kubelet *mykubelet.Kubelet
@@ -36,9 +36,9 @@ type member struct {
 // unique across the fleet (each mock runtime hands out its own range).
 func podCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
 
-func newMember(f *Fleet, i int, name string, client kubernetes.Interface, updates <-chan kubetypes.PodUpdate, events record.EventRecorder) (*member, error) {
+func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubetypes.PodUpdate, events record.EventRecorder) (*member, error) {
 	o := f.o
-	m := &member{f: f, name: name, logs: filepath.Join(o.Dir, name)}
+	m := &member{f: f, name: name, conn: conn, logs: filepath.Join(o.Dir, name)}
 	if o.NodeLog != nil {
 		m.log = o.NodeLog(name)
 	}
@@ -49,7 +49,7 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 	}
 	m.mock = fakecri.New(fakecri.WithPodCIDR(podCIDR(i)), fakecri.WithVersion("fakecri", "v0.1.0"))
 	k, err := mykubelet.New(mykubelet.Options{
-		NodeName: name, Client: client, CRI: cri.InProcess(name, m.mock, m.mock),
+		NodeName: name, Client: conn.client, CRI: cri.InProcess(name, m.mock, m.mock),
 		PodLogsDir: m.logs, HostIPs: []string{"127.0.0.1"},
 		RelistPeriod: o.RelistPeriod, HousekeepingPeriod: o.HousekeepingPeriod,
 		Updates: updates, Log: m.log,
@@ -77,7 +77,7 @@ func newMember(f *Fleet, i int, name string, client kubernetes.Interface, update
 // while its create is in flight, and only then: during the back-off the
 // place is free for other nodes. tried is called after the first attempt,
 // whatever its outcome.
-func (m *member) register(ctx context.Context, client kubernetes.Interface, places chan struct{}, tried func()) error {
+func (m *member) register(ctx context.Context, places chan struct{}, tried func()) error {
 	ctx = asNode(ctx, m.name)
 	step := 100 * time.Millisecond
 	for {
@@ -86,7 +86,7 @@ func (m *member) register(ctx context.Context, client kubernetes.Interface, plac
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		_, _, err := node.Register(ctx, client, m.cfg.InitialNode(time.Now()))
+		_, _, err := node.Register(ctx, m.conn.client, m.cfg.InitialNode(time.Now()))
 		<-places
 		tried()
 		switch {
@@ -109,10 +109,10 @@ func (m *member) register(ctx context.Context, client kubernetes.Interface, plac
 
 // runHeartbeats renews the node's Lease (the kubelet's lease controller)
 // and keeps its status current, until ctx ends.
-func (m *member) runHeartbeats(ctx context.Context, heartbeat *heartbeatClient, get func(context.Context, string) (*v1.Node, error)) {
+func (m *member) runHeartbeats(ctx context.Context, get func(context.Context, string) (*v1.Node, error)) {
 	ctx = asNode(ctx, m.name)
 	ctl, _, err := lease.NewController(ctx, lease.Config{
-		Client: heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
+		Client: m.conn.heartbeat, NodeName: m.name, LeaseDurationSeconds: m.f.o.LeaseDurationSeconds,
 		// A thousand nodes time out together on a busy apiserver: read
 		// the Lease after a lost answer rather than PUT into a 409.
 		ReadAfterUnknownUpdate: true,
@@ -121,7 +121,7 @@ func (m *member) runHeartbeats(ctx context.Context, heartbeat *heartbeatClient, 
 		m.f.log("lease %s: %v", m.name, err)
 		return
 	}
-	reporterClient, err := heartbeat.forNode(m.name)
+	reporterClient, err := m.conn.heartbeat.forNode(m.name)
 	if err != nil {
 		m.f.log("node status %s: %v", m.name, err)
 		return

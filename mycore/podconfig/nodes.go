@@ -52,18 +52,7 @@ func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []st
 		}
 	}
 
-	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-	pods := client.CoreV1().Pods(metav1.NamespaceAll)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return pods.Watch(ctx, o)
-		},
-	}
+	lw := boundPodsListWatch(client)
 	// A LIST then a WATCH, never a watch-list stream (client-go's
 	// WatchListClient: the initial list sent as a watch's events). For a
 	// kubelet's hundred pods the stream is cheaper; for a fleet's tens of
@@ -108,6 +97,39 @@ func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []st
 		wg.Wait()
 	}()
 	return result
+}
+
+// listPageSize is how many pods each LIST of the fleet's pod informer
+// asks for: client-go's pager default (tools/pager/pager.go:31, v0.36.3).
+var listPageSize int64 = 500
+
+// boundPodsListWatch lists and watches every pod bound to a node, the
+// lists in pages of listPageSize. The reflector asks for the whole list
+// in one answer when it lists again at a resourceVersion — so the
+// apiserver can answer from its watch cache (reflector.go:697-712) — and
+// a whole fleet's pods in one answer did not arrive within the
+// apiserver's one-minute request timeout: at 25,000 pods (70 MB) the
+// stream was reset ("INTERNAL_ERROR; received from peer") minute after
+// minute while no node heard of a deleted pod (issue 23). Pages at a
+// resourceVersion come from the watch cache's snapshots
+// (ListFromCacheSnapshot, on by default since v1.34), each within its own
+// timeout; the pager follows their continue tokens.
+func boundPodsListWatch(client kubernetes.Interface) *cache.ListWatch {
+	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			if o.Limit == 0 { // the first page and each next one
+				o.Limit = listPageSize
+			}
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}
 }
 
 // dispatcher routes each informer event to the merger of the pod's node.

@@ -216,9 +216,11 @@ func TestWatchRealAPIServer(t *testing.T) {
 	admin := testenv.AdminClient(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		// client-go keeps idle keep-alive connections to the apiserver
-		// (and their two goroutines) in its shared transport.
+		// (and their goroutines: two for HTTP/1.1, one for HTTP/2) in its
+		// shared transport.
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

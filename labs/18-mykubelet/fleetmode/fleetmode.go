@@ -1,6 +1,6 @@
 // Package fleetmode is lab 18's --nodes N: N of our nodes (mycore/fleet)
 // in one process, each with its own kubelet on its own mock runtime, all
-// sharing one credential and two connections to the apiserver. It prints
+// sharing one credential and a few connections to the apiserver. It prints
 // what a learner watches (a summary every few seconds, every API call by
 // verb, resource and code at the end), and sets what is process-wide: the
 // garbage collector, the profiler, the klog logger the nodes share.
@@ -62,6 +62,7 @@ type Options struct {
 	memoryLimit  string
 	gcPercent    int
 	events       bool
+	perConn      int
 }
 
 // Register adds fleet mode's flags to fs: --nodes and those that only
@@ -80,6 +81,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.events, "events", true, "each node records the kubelet's events (Pulling, Pulled, Created, Started, Killing…), written as the node through "+fmt.Sprint(fleet.EventWriters)+" shared writers; false: none, as KWOK's default stages (a departure from the kubelet, for measuring what events cost)")
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
+	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) share one HTTP/2 connection to the apiserver; the informers have one of their own (a kubelet has its own connection)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
@@ -101,6 +103,9 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	}
 	if o.RelistPeriod <= 0 || o.statusEvery <= 0 || o.every < 0 || (o.qps > 0 && o.burst < 1) {
 		return errors.New("--relist-period and --node-status-update-frequency must be positive, --report-every not negative, --kube-api-burst at least 1")
+	}
+	if o.perConn < 0 {
+		return fmt.Errorf("--nodes-per-connection %d: must be at least 1 (0: the default, %d)", o.perConn, fleet.DefaultNodesPerConnection)
 	}
 	if err := labenv.CheckNodeName(fleet.NodeName(o.prefix, 0)); err != nil {
 		return fmt.Errorf("--node-prefix %q: %w", o.prefix, err)
@@ -151,7 +156,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	fo := fleet.Options{
 		Config: cfg, Nodes: o.Nodes, Shard: shard, Shards: shards, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
-		SharedIdentity: o.sharedID, NoEvents: !o.events, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
+		SharedIdentity: o.sharedID, NoEvents: !o.events, NodesPerConnection: o.perConn, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
 	}
 	if o.logNode != "" {
 		fo.NodeLog = func(name string) func(string, ...any) {
@@ -189,7 +194,11 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
 	}
-	out.Printf("one credential for all, two connections to %s (the nodes' requests; the informers' watches): %s; %s for pods, none for leases and node status", cfg.Host, who, limit)
+	conns := "1 for the nodes' requests"
+	if n := f.Connections(); n > 1 {
+		conns = fmt.Sprintf("%d for the nodes' requests, up to %d nodes on each", n, f.NodesPerConnection())
+	}
+	out.Printf("one credential for all; connections to %s: %s, 1 for the informers' watches; %s: %s for pods, none for leases and node status", cfg.Host, conns, who, limit)
 	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
 	out.Printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
 	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", names[0])
