@@ -42,15 +42,7 @@ func thousandPods(tb testing.TB, w *Workers, n int, prefix string) (created, kil
 	created = time.Since(start)
 
 	start = time.Now()
-	done := make([]chan struct{}, n)
-	for i, p := range pods {
-		done[i] = make(chan struct{})
-		w.UpdatePod(kubelet.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodKill,
-			KillPodOptions: &kubelet.KillPodOptions{CompletedCh: done[i]}})
-	}
-	for _, ch := range done {
-		waitClosed(tb, "a kill", ch)
-	}
+	killAll(tb, w, pods)
 	testenv.PollEvery(tb, "every pod finished", patient, time.Millisecond, func() (bool, error) {
 		for _, p := range pods {
 			if st, ok := w.State(p.UID); !ok || !st.Finished {
@@ -64,6 +56,19 @@ func thousandPods(tb testing.TB, w *Workers, n int, prefix string) (created, kil
 		tb.Fatalf("%d workers left after SyncKnownPods", len(known))
 	}
 	return created, killed
+}
+
+// killAll kills every pod and waits until each kill has completed.
+func killAll(tb testing.TB, w *Workers, pods []*v1.Pod) {
+	done := make([]chan struct{}, len(pods))
+	for i, p := range pods {
+		done[i] = make(chan struct{})
+		w.UpdatePod(kubelet.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodKill,
+			KillPodOptions: &kubelet.KillPodOptions{CompletedCh: done[i]}})
+	}
+	for _, ch := range done {
+		waitClosed(tb, "a kill", ch)
+	}
 }
 
 func TestThousandPods(t *testing.T) {
@@ -140,15 +145,7 @@ func BenchmarkIdleWorkerStacks(b *testing.B) {
 			runtime.GC()
 		}
 		perWorker = float64(stacks()-before) / 1024 / n
-		done := make([]chan struct{}, n)
-		for j, p := range pods {
-			done[j] = make(chan struct{})
-			w.UpdatePod(kubelet.UpdatePodOptions{Pod: p, UpdateType: kubetypes.SyncPodKill,
-				KillPodOptions: &kubelet.KillPodOptions{CompletedCh: done[j]}})
-		}
-		for _, ch := range done {
-			waitClosed(b, "a kill", ch)
-		}
+		killAll(b, w, pods)
 		w.SyncKnownPods(nil)
 	}
 	b.ReportMetric(perWorker, "KiB-stack/idle-worker")
