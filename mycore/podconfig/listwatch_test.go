@@ -3,14 +3,15 @@ package podconfig
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/watchlist"
 
 	"kubelet-labs/internal/testenv"
@@ -26,13 +27,29 @@ func TestFleetInformerListsThenWatches(t *testing.T) {
 	}
 }
 
-// TestFleetInformerListsInPages (real apiserver): the fleet's pod
-// informer lists in pages even when the reflector asks for one answer at
-// a resourceVersion (it sets the pager's page size to 0 then,
-// reflector.go:697-712), and the pager, following the continue tokens,
-// gets every bound pod — the same as one LIST would.
+// TestFleetInformerListsInPages (real apiserver): asked for the whole
+// list at a resourceVersion — as the reflector asks when it lists again
+// (reflector.go:697-712) — the fleet's pod informer gets it in pages of
+// listPageSize and hands back all of it, the same pods one LIST returns;
+// asked for a page (a pager's), it gets that page.
 func TestFleetInformerListsInPages(t *testing.T) {
-	admin := testenv.AdminClient(t)
+	cfg := testenv.AdminConfig(t)
+	var lists []string
+	var mu sync.Mutex
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods" && r.URL.Query().Get("watch") == "" {
+				mu.Lock()
+				lists = append(lists, r.URL.Query().Get("limit"))
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	testenv.WaitDefaultServiceAccount(t, admin)
 	pods := admin.CoreV1().Pods("default")
@@ -50,37 +67,47 @@ func TestFleetInformerListsInPages(t *testing.T) {
 	listPageSize = 2
 	t.Cleanup(func() { listPageSize = old })
 
-	all, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
+	one, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lw := boundPodsListWatch(admin)
-	first, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: all.ResourceVersion})
+	mu.Lock()
+	lists = nil
+	mu.Unlock()
+	got, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: one.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page := first.(*v1.PodList); len(page.Items) != 2 || page.Continue == "" {
-		t.Fatalf("a LIST at resourceVersion %s: %d pods, continue %q; want a page of 2 and a continue token", all.ResourceVersion, len(page.Items), page.Continue)
+	all := got.(*v1.PodList)
+	mu.Lock()
+	requests := append([]string(nil), lists...)
+	mu.Unlock()
+	if want := (len(one.Items) + 1) / 2; len(requests) != want || slices.ContainsFunc(requests, func(l string) bool { return l != "2" }) {
+		t.Errorf("the whole list of %d pods took LISTs with limits %q, want %d with limit 2", len(one.Items), requests, want)
 	}
-	p := pager.New(pager.SimplePageFunc(func(o metav1.ListOptions) (runtime.Object, error) { return lw.ListWithContext(ctx, o) }))
-	p.PageSize = 0 // as the reflector sets it
-	got, paged, err := p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: all.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
+	if all.Continue != "" || all.ResourceVersion != one.ResourceVersion || len(all.Items) != len(one.Items) {
+		t.Errorf("the whole list: %d pods at resourceVersion %s, continue %q; one LIST: %d at %s", len(all.Items), all.ResourceVersion, all.Continue, len(one.Items), one.ResourceVersion)
 	}
 	seen := map[string]bool{}
-	if err := meta.EachListItem(got, func(o runtime.Object) error {
-		seen[o.(*v1.Pod).Namespace+"/"+o.(*v1.Pod).Name] = true
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !paged || len(seen) != len(all.Items) {
-		t.Errorf("the pager: %d pods (paginated %v), one LIST: %d", len(seen), paged, len(all.Items))
+	for _, p := range all.Items {
+		seen[p.Namespace+"/"+p.Name] = true
 	}
 	for _, n := range names {
 		if !seen["default/"+n] {
 			t.Errorf("%s missing from the paged list", n)
 		}
 	}
+
+	page, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: one.ResourceVersion, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := page.(*v1.PodList); len(p.Items) != 2 || p.Continue == "" {
+		t.Errorf("a pager's page of 2: %d pods, continue %q", len(p.Items), p.Continue)
+	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

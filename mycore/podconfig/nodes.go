@@ -103,9 +103,10 @@ func WatchNodes(ctx context.Context, client kubernetes.Interface, nodeNames []st
 // asks for: client-go's pager default (tools/pager/pager.go:31, v0.36.3).
 var listPageSize int64 = 500
 
-// boundPodsListWatch lists and watches every pod bound to a node, the
-// lists in pages of listPageSize. The reflector asks for the whole list
-// in one answer when it lists again at a resourceVersion — so the
+// boundPodsListWatch lists and watches every pod bound to a node. Asked
+// for the whole list at once (Limit 0), it gets it in pages of
+// listPageSize and hands back one list. The reflector asks for the whole
+// list in one answer when it lists again at a resourceVersion — so the
 // apiserver can answer from its watch cache (reflector.go:697-712) — and
 // a whole fleet's pods in one answer did not arrive within the
 // apiserver's one-minute request timeout: at 25,000 pods (70 MB) the
@@ -113,17 +114,36 @@ var listPageSize int64 = 500
 // minute while no node heard of a deleted pod (issue 23). Pages at a
 // resourceVersion come from the watch cache's snapshots
 // (ListFromCacheSnapshot, on by default since v1.34), each within its own
-// timeout; the pager follows their continue tokens.
+// timeout. The pages are joined here, not left to the reflector's pager:
+// when a continue token has expired, the pager asks once more for the
+// whole list (Limit 0) and takes the first answer as all of it
+// (pager.go:110-124) — a first page taken for the whole list would tell
+// the informer that every other pod was deleted.
 func boundPodsListWatch(client kubernetes.Interface) *cache.ListWatch {
 	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	pods := client.CoreV1().Pods(metav1.NamespaceAll)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
-			if o.Limit == 0 { // the first page and each next one
-				o.Limit = listPageSize
+			if o.Limit > 0 || o.Continue != "" {
+				return pods.List(ctx, o) // a pager's page
 			}
-			return pods.List(ctx, o)
+			o.Limit = listPageSize
+			all, err := pods.List(ctx, o)
+			for err == nil && all.Continue != "" {
+				// The next pages carry the first one's resourceVersion in
+				// their token: one consistent list.
+				var page *v1.PodList
+				page, err = pods.List(ctx, metav1.ListOptions{FieldSelector: selector, Limit: listPageSize, Continue: all.Continue})
+				if err == nil {
+					all.Items = append(all.Items, page.Items...)
+					all.Continue, all.RemainingItemCount = page.Continue, nil
+				}
+			}
+			if err != nil {
+				return nil, err // an expired token too: the reflector lists again
+			}
+			return all, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
