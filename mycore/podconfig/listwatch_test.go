@@ -29,7 +29,7 @@ func TestFleetInformerListsThenWatches(t *testing.T) {
 
 // TestFleetInformerListsInPages (real apiserver): asked for the whole
 // list at a resourceVersion — as the reflector asks when it lists again
-// (reflector.go:697-712) — the fleet's pod informer gets it in pages of
+// (reflector.go:696-717) — the fleet's pod informer gets it in pages of
 // listPageSize and hands back all of it, the same pods one LIST returns;
 // asked for a page (a pager's), it gets that page.
 func TestFleetInformerListsInPages(t *testing.T) {

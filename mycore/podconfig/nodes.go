@@ -107,7 +107,7 @@ var listPageSize int64 = 500
 // for the whole list at once (Limit 0), it gets it in pages of
 // listPageSize and hands back one list. The reflector asks for the whole
 // list in one answer when it lists again at a resourceVersion — so the
-// apiserver can answer from its watch cache (reflector.go:697-712) — and
+// apiserver can answer from its watch cache (reflector.go:696-717) — and
 // a whole fleet's pods in one answer did not arrive within the
 // apiserver's one-minute request timeout: at 25,000 pods (70 MB) the
 // stream was reset ("INTERNAL_ERROR; received from peer") minute after
