@@ -92,12 +92,25 @@ func TestFleetIdentity(t *testing.T) {
 	r.waitReady(t)
 	c, ctx := r.f.client, context.Background()
 
-	// Reads without a node: the fleet's identity, which may list pods
-	// (the informer), not secrets.
-	if _, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String()}); err != nil {
-		t.Errorf("list bound pods without a node (the pod informer's request): %v", err)
+	// Reads without a node: the fleet's identity, which may list nodes
+	// (the Node informer), not pods, not secrets.
+	if _, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list nodes without a node (the Node informer's request): %v", err)
 	}
-	_, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	_, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String()})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("list every bound pod without a node: got %v, want Forbidden (each node lists its own)", err)
+	}
+	// A node's pod watch (podconfig.Watch): its own pods, as itself — the
+	// Node authorizer allows that and only that.
+	own := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "tid-0000").String()}
+	if _, err := c.CoreV1().Pods(metav1.NamespaceAll).List(asNode(ctx, "tid-0000"), own); err != nil {
+		t.Errorf("tid-0000 lists its own pods: %v", err)
+	}
+	if _, err := c.CoreV1().Pods(metav1.NamespaceAll).List(asNode(ctx, "tid-0001"), own); !apierrors.IsForbidden(err) {
+		t.Errorf("tid-0001 lists tid-0000's pods: got %v, want Forbidden", err)
+	}
+	_, err = c.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "`+IdentityUser+`"`) {
 		t.Errorf("list secrets without a node: got %v, want Forbidden for user %s (not the admin, who may)", err, IdentityUser)
 	}

@@ -50,8 +50,9 @@ func ShardRole(prefix string, shard, shards int) string {
 
 // identityRules are all IdentityUser may do for a fleet of these nodes:
 //
-//   - list and watch pods and nodes, cluster-wide: the shared informers
-//     (every bound pod, the fleet's Nodes). Not get, not any write.
+//   - list and watch nodes, cluster-wide: the shared Node informer the
+//     status reporters read. Not get, not any write, and no pods: each
+//     node watches its own pods as itself, as a kubelet does.
 //   - impersonate exactly these users: system:node:NAME for each of the
 //     fleet's nodes, listed one by one. RBAC resourceNames match whole
 //     names only — there is no system:node:* — and leaving them out would
@@ -84,7 +85,7 @@ func identityRules(names []string) []rbacv1.PolicyRule {
 		users[i] = "system:node:" + n
 	}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}, ResourceNames: users},
 		{APIGroups: []string{""}, Resources: []string{"groups"}, Verbs: []string{"impersonate"}, ResourceNames: []string{"system:nodes"}},
 	}

@@ -11,11 +11,10 @@
 // does:
 //
 //	                ┌──────────── one process ────────────────────────────┐
-//	apiserver ◀───▶ │ one credential; HTTP/2 connections: 1 per 100 nodes, │
-//	                │ 1 for the informers                                  │
-//	                │   ├─ pod informer (1 list + 1 watch) ─▶ per-node ops │
-//	                │   ├─ node informer (read by the status reporters)    │
-//	                │   └─ 16 event broadcasters (node i: i mod 16)        │
+//	apiserver ◀───▶ │ one credential; HTTP/2 connections: 1 per 100 nodes  │
+//	                │ (their requests and pod watches), 1 for the Node     │
+//	                │ informer (read by the status reporters);             │
+//	                │ 16 event broadcasters (node i: i mod 16)             │
 //	                │ node 0000: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0000 │
 //	                │ node 0001: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0001 │
 //	                │ …          + Lease, status reporter per node         │
@@ -24,14 +23,14 @@
 // # Identity
 //
 // The fleet holds one credential and a few connections: one for every
-// Options.NodesPerConnection nodes' requests (default 100; a kubelet has
-// one of its own), one for the informers' watches — a connection lost
-// under load takes only its own requests with it, and never a watch
-// (fleet.go, clients). The credential is
+// Options.NodesPerConnection nodes' requests and pod watches (default 100;
+// a kubelet has one of its own), one for the Node informer — a connection
+// lost under load takes only its own nodes' requests and watches with it,
+// and each of those nodes lists its own few pods again (fleet.go, clients). The credential is
 // its own, not the admin's: given the admin kubeconfig, the fleet uses it
 // once, at start, to bind the user kubelet-labs:fleet to a ClusterRole
 // that may impersonate exactly the fleet's nodes (and group system:nodes,
-// no other) and list and watch pods and nodes, and to get that user a
+// no other) and list and watch nodes, and to get that user a
 // client certificate whose key stays in the process (credential.go). Each
 // node's requests impersonate that node — user system:node:NAME, group
 // system:nodes — so the apiserver checks and schedules them exactly as a
@@ -39,8 +38,9 @@
 // write only its own Node, Lease and pods, and API Priority and Fairness
 // queues node X's requests in the node flow schemas, fairly against the
 // other nodes (heartbeats first). A certificate per node would do the same
-// at the cost of a CSR and a TLS session per node. Only the shared
-// informers (all bound pods, the fleet's Nodes) go as kubelet-labs:fleet;
+// at the cost of a CSR and a TLS session per node. Each node watches its
+// own pods as itself, as a kubelet does (podconfig.Watch); only the shared
+// Node informer (the fleet's Nodes) goes as kubelet-labs:fleet;
 // a write that names no node is a bug, refused before it is sent
 // (ErrNoNode), never sent as someone who may do more. Were the admin the
 // credential, such a request would go as system:masters: no RBAC, no node

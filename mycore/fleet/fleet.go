@@ -235,7 +235,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		if cred, err = ensureIdentity(ctx, o.Config, role, f.names); err != nil {
 			return err
 		}
-		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch pods and nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), role)
+		f.log("identity %s (a client certificate, its key in this process only): may impersonate these %d nodes and list and watch nodes, nothing else (ClusterRole %s)", IdentityUser, len(f.names), role)
 	}
 	conns, watcher, err := f.clients(cred)
 	if err != nil {
@@ -281,8 +281,21 @@ func (f *Fleet) Run(ctx context.Context) error {
 	wg.Go(func() { nodeInformer.RunWithContext(ctx) })
 	getNode := func(_ context.Context, name string) (*v1.Node, error) { return nodeLister.Get(name) }
 
-	// One pod informer for every node, each node its own channel of ops.
-	updates = podconfig.WatchNodes(ctx, watcher, f.names)
+	// A pod watch per node, as each kubelet has: only that node's pods
+	// (the field selector spec.nodeName=NAME), as that node (the Node
+	// authorizer lets a node list and watch its own pods and no others),
+	// on its group's connection. The apiserver sends each watcher only
+	// its node's events (the pod registry's spec.nodeName trigger,
+	// pkg/registry/core/pod/storage/storage.go:96, v1.36.3). One informer
+	// for the whole fleet was one watcher carrying every pod's events: at
+	// 25,000 pods the apiserver closed it as too slow, and until its list
+	// of every pod came again — minutes, on an apiserver that was itself
+	// the bottleneck — no node heard of a new or deleted pod (issue 23). A
+	// node's watch lost now costs a list of its own few pods.
+	updates = make(map[string]<-chan kubetypes.PodUpdate, len(f.names))
+	for i, name := range f.names {
+		updates[name] = podconfig.Watch(asNode(ctx, name), connOf(i).client, name)
+	}
 
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
@@ -301,11 +314,8 @@ func (f *Fleet) Run(ctx context.Context) error {
 	// Kubelet.Run does not wait for registration before its sync loop
 	// either (pkg/kubelet/kubelet.go:1919-1924 and :1967, v1.36.3:
 	// registration is retried in syncNodeStatus's goroutine,
-	// kubelet_node_status.go:452-463, the loop runs beside it) — and it must
-	// read its pod updates: the shared pod informer hands them to the
-	// nodes one after the other (podconfig.WatchNodes), so a node that
-	// never reads would hold up every other node's pods once its buffer
-	// is full. Its heartbeats (Lease, node status) start once the Node
+	// kubelet_node_status.go:452-463, the loop runs beside it) — and it
+	// reads its pod watch from the start. Its heartbeats (Lease, node status) start once the Node
 	// exists. Nodes come up one after the other, so their leases are
 	// spread over the registration rather than renewed in one burst.
 	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
@@ -341,7 +351,8 @@ type nodeConn struct {
 }
 
 // clients are the fleet's clients, all with cred: a connection for every
-// NodesPerConnection nodes, and one for the informers (watcher).
+// NodesPerConnection nodes (their requests and pod watches), and one for
+// the Node informer (watcher).
 func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes.Interface, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(cred)
@@ -353,12 +364,12 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// No gzip (a departure: the kubelet's client asks for it, as Go's
 	// transport does by default). The apiserver compresses any answer
-	// over 128 KiB — here that is the pod informer's relist of every pod
-	// of the fleet (70 MB at 25,000 pods), compressed by the apiserver
-	// and inflated here on the same two cores while a thousand nodes
-	// wait for their pods (issue 23: at 25,000 pods a relist left every
-	// node without new pods for ten minutes, the reading goroutine in
-	// gzip's inflate). The fleet and its apiserver share a machine or a
+	// over 128 KiB — here the Node informer's list of every node of the
+	// fleet, and before each node watched its own pods, the fleet-wide
+	// pod list (70 MB at 25,000 pods), compressed by the apiserver and
+	// inflated here on the same two cores (issue 23: at 25,000 pods that
+	// relist left every node without new pods for ten minutes, the
+	// reading goroutine in gzip's inflate). The fleet and its apiserver share a machine or a
 	// cluster network, where bytes are cheaper than CPU.
 	cfg.DisableCompression = true
 	// Counted beneath the impersonation: a write refused before it is
@@ -408,10 +419,9 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 		}
 		conns = append(conns, nodeConn{client: client, heartbeat: heartbeat})
 	}
-	// The informers (pods, nodes) get a connection of their own too: on
-	// a connection that was dropped every watch ended, and each node went
-	// without new pods until the pod informer had listed every pod of the
-	// fleet again (issue 23, 25,000 pods).
+	// The Node informer gets a connection of its own: the status
+	// reporters of every node read it, and on a dropped connection its
+	// watch would end with that group's requests.
 	w := rest.CopyConfig(main)
 	w.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	if watcher, err = kubernetes.NewForConfig(w); err != nil {
@@ -421,7 +431,7 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 }
 
 // Connections is how many connections the nodes' requests use: one for
-// every NodesPerConnection nodes (the informers have one more).
+// every NodesPerConnection nodes (the Node informer has one more).
 func (f *Fleet) Connections() int {
 	return (len(f.names) + f.o.NodesPerConnection - 1) / f.o.NodesPerConnection
 }

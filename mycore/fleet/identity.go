@@ -45,8 +45,8 @@ var ErrNoNode = errors.New("fleet: a write that names no node (the request's con
 // and asking would need one more impersonate permission.
 //
 // A request that names no node goes as the credential's own user — the
-// fleet's identity (IdentityUser), which may list and watch pods and nodes
-// for the shared informers and nothing else — and only if it is a read
+// fleet's identity (IdentityUser), which may list and watch nodes for the
+// shared Node informer and nothing else — and only if it is a read
 // (GET: get, list, watch). A write that names no node is a bug (a library
 // call that dropped the context): it is refused here with ErrNoNode, before
 // anything is sent, rather than sent as whoever the credential is.

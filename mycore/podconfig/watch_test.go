@@ -299,3 +299,64 @@ func forceDelete(pods interface {
 		_ = pods.Delete(context.Background(), n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	}
 }
+
+// TestWatchListsAgainAfterLostWatch (fake clientset): when the watch ends
+// with "too old" (410 Gone, as after a watcher the apiserver closed), the
+// reflector lists again, and what changed meanwhile arrives as podStorage
+// would send it for a new SET: REMOVE for the pod no longer listed first,
+// then the listed pods that changed or are new — and nothing for the pod
+// that did not change.
+func TestWatchListsAgainAfterLostWatch(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b, same := podOn("n1", "a"), podOn("n1", "b"), podOn("n1", "same")
+	client := fake.NewClientset(a, b, same)
+	lost := watch.NewFake() // the first watch: ours, it hears of nothing
+	var watches int
+	watching := make(chan struct{}, 2)
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		watches++
+		watching <- struct{}{}
+		if watches == 1 {
+			return true, lost, nil
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := Watch(ctx, client, "n1")
+	if u := next(t, ch); u.Op != kubetypes.ADD || len(u.Pods) != 3 {
+		t.Fatalf("first update %s, want one ADD with a, b and same", describe(u))
+	}
+	<-watching
+
+	// Changes the lost watch never delivers.
+	pods := client.CoreV1().Pods("default")
+	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Create(ctx, podOn("n1", "c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.Labels = map[string]string{"v": "2"}
+	if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lost.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version"})
+
+	expect(t, ch, "REMOVE b")
+	got := map[string]bool{}
+	for range 2 {
+		got[describe(next(t, ch))] = true
+	}
+	if !got["UPDATE a"] || !got["ADD c"] {
+		t.Errorf("after the new list: %v, want UPDATE a and ADD c", got)
+	}
+	<-watching // the reflector watches again
+	select {
+	case u := <-ch:
+		t.Errorf("unexpected %s (nothing changed for \"same\")", describe(u))
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	waitClosed(t, ch)
+}

@@ -77,11 +77,11 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.statusEvery, "node-status-update-frequency", node.DefaultStatusUpdateFrequency, "how often each node checks its status (written only when it changed, or every 5m) (kubelet: 10s)")
 	fs.DurationVar(&o.every, "report-every", 10*time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&o.logNode, "log-node", "", "print the step-by-step log of this node's kubelet (e.g. mykubelet-0000)")
-	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: the kubeconfig is used once, to make the fleet's own identity "+fleet.IdentityUser+", which may only impersonate the fleet's nodes and list and watch pods and nodes; each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
+	fs.BoolVar(&o.sharedID, "shared-identity", false, "every node acts as the kubeconfig's own user, as KWOK does (default: the kubeconfig is used once, to make the fleet's own identity "+fleet.IdentityUser+", which may only impersonate the fleet's nodes and list and watch nodes; each node impersonates system:node:NAME, so the Node authorizer, NodeRestriction and priority and fairness treat it as a kubelet)")
 	fs.BoolVar(&o.events, "events", true, "each node records the kubelet's events (Pulling, Pulled, Created, Started, Killing…), written as the node through "+fmt.Sprint(fleet.EventWriters)+" shared writers; false: none, as KWOK's default stages (a departure from the kubelet, for measuring what events cost)")
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
-	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) share one HTTP/2 connection to the apiserver; the informers have one of their own (a kubelet has its own connection)")
+	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) and pod watches share one HTTP/2 connection to the apiserver; the Node informer has one of its own (a kubelet has its own connection)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
@@ -194,11 +194,11 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
 	}
-	conns := "1 for the nodes' requests"
+	conns := "1 for the nodes' requests and pod watches"
 	if n := f.Connections(); n > 1 {
-		conns = fmt.Sprintf("%d for the nodes' requests, up to %d nodes on each", n, f.NodesPerConnection())
+		conns = fmt.Sprintf("%d for the nodes' requests and pod watches, up to %d nodes on each", n, f.NodesPerConnection())
 	}
-	out.Printf("one credential for all; connections to %s: %s, 1 for the informers' watches; %s: %s for pods, none for leases and node status", cfg.Host, conns, who, limit)
+	out.Printf("one credential for all; connections to %s: %s, 1 for the Node informer; %s: %s for pods, none for leases and node status", cfg.Host, conns, who, limit)
 	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
 	out.Printf("  kubectl get nodes -l %s=18-mykubelet", node.LabLabel)
 	out.Printf("  kubectl run hello --image=busybox --overrides='{\"spec\":{\"nodeName\":\"%s\"}}' -- sleep 3600", names[0])
@@ -283,7 +283,7 @@ func ParseShard(s string) (shard, shards int, err error) {
 // gcSettings are the garbage collector's settings in fleet mode (0: leave
 // Go's), and a line that says which. They are process-wide, as every
 // node's memory is the process's. A thousand nodes with ten pods each keep
-// about 0.5 GB live: every pod in the informer cache, the pod config, the
+// about 0.5 GB live: every pod as its node's watch decoded it, the pod config, the
 // pod manager, the status manager, the pod cache and the mock runtime,
 // plus a pod worker goroutine each and each PLEG's relist in flight. With
 // Go's default (GOGC=100) the heap grows to twice what is live before a
