@@ -6,11 +6,12 @@
 // The kubelet's own apiserver source, config.NewSourceApiserver
 // (pkg/kubelet/config/apiserver.go:36), cannot be used from outside: it
 // sends on a channel of the unexported type sourceUpdate, and its reflector
-// runs on wait.NeverStop (apiserver.go:72-73), so it never stops. Watch is
-// a compact replacement that stops with its context: a client-go informer
-// on the pods whose spec.nodeName is this node, whose events become
-// kubetypes.PodUpdate with the op semantics of podStorage.merge and
-// checkAndUpdatePod (pkg/kubelet/config/config.go:177-245, 362-401).
+// runs on wait.NeverStop (apiserver.go:66), so it never stops. Watch is
+// a compact replacement that stops with its context: a client-go reflector,
+// as upstream's, on the pods whose spec.nodeName is this node, whose store
+// turns each change into a kubetypes.PodUpdate with the op semantics of
+// podStorage.merge and checkAndUpdatePod (pkg/kubelet/config/config.go:
+// 177-247, 362-401).
 //
 // Files is the other source a kubelet has: static pods, read from the
 // manifest files of one folder (the kubelet's staticPodPath). Upstream's
