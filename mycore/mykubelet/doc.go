@@ -1,5 +1,5 @@
 // Package mykubelet wires chapter 3's pieces into one running node: the pod
-// sources (an informer on pods bound to the node, and the static pod
+// sources (a reflector on pods bound to the node, and the static pod
 // manifests of a folder), the pod manager, the pod workers, the PLEG over a
 // CRI runtime, the pod cache between them, a runtime manager that starts
 // and stops containers, the status manager that reports back, the mirror
@@ -9,7 +9,7 @@
 // Kubernetes v1.36.3; line numbers refer to that file unless another is
 // named):
 //
-//	informer ──PodUpdate──▶ syncLoop ──UpdatePod──▶ pod workers ──▶ Syncer
+//	apiserver──PodUpdate──▶ syncLoop ──UpdatePod──▶ pod workers ──▶ Syncer
 //	  files  ──PodUpdate──▶   │                       ▲  waits on     │ SyncPod/KillPod
 //	   PLEG  ──events────▶    │                       │  pod cache    ▼
 //	housekeeping ─tick──▶     │                       └── PLEG ◀── CRI runtime

@@ -16,8 +16,7 @@ import (
 // for the service variables of each container's environment.
 //
 // Not in fleet mode (Options.Updates set): a thousand nodes would each
-// watch every service, and the fleet's shared user may list only pods and
-// nodes. Those nodes give pods no service variables, as a kubelet without
+// watch every service, and the fleet's shared user may list only nodes. Those nodes give pods no service variables, as a kubelet without
 // an apiserver (kl.serviceLister == nil, kubelet_pods.go:694-697).
 type services struct {
 	factory informers.SharedInformerFactory

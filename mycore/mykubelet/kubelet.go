@@ -86,10 +86,9 @@ type Options struct {
 	// line, printed (journal.PrintSink); nil is silent.
 	Log func(format string, args ...any)
 	// Updates, if set, is the node's pod source and Run does not start its
-	// own informer: many nodes in one process (fleet mode) share one pod
-	// informer that sends each node its own updates, with the ops and the
-	// first-list ADD that podconfig.Watch sends. Run stops reading it when
-	// its context ends; whoever sends must stop on that too.
+	// own: in fleet mode the fleet starts each node's podconfig.Watch with
+	// the node's identity, before the kubelet runs. Run stops reading it
+	// when its context ends; whoever sends must stop on that too.
 	Updates <-chan kubetypes.PodUpdate
 	// ShutdownGracePeriod, if set, makes the end of Run a graceful node
 	// shutdown (the kubelet's shutdownGracePeriod): every pod is stopped
@@ -260,8 +259,8 @@ func New(o Options) (*Kubelet, error) {
 	k.Handlers = podworkers.Handlers{Pods: k.pods, Workers: w}
 	// The pod manager, as upstream's NewManager takes it (status_manager.go:
 	// 212): the status manager re-posts a status someone else overwrote,
-	// deletes a finished pod the informer shows deleted, and forgets a
-	// last write once the informer has delivered it.
+	// deletes a finished pod the pod source shows deleted, and forgets a
+	// last write once the pod source has delivered it.
 	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}

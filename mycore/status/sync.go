@@ -184,7 +184,7 @@ func (m *Manager) syncPod(ctx context.Context, uid, statusUID types.UID, st vers
 // syncPod (:1160); with Options.ReadLastWrite, the apiserver's reply to
 // this manager's last PATCH until the informer has delivered that write,
 // otherwise the newest pod it was given (the pod manager's, else the one
-// handed over with the status: as the pod informer delivered it). A deletion that came after the last write is taken from the pod
+// handed over with the status: as the pod source delivered it). A deletion that came after the last write is taken from the pod
 // given: its deletionTimestamp is set once and never unset, and the
 // informer delivered it. A static pod's mirror pod and a pod after a
 // failed post are read with a GET. Call with syncMu held.
