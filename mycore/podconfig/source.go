@@ -188,7 +188,7 @@ func (m *merger) onDelete(obj any) {
 // A pod of a name known under another UID was deleted and created again
 // between two events: for the kubelet (which keys by UID) that is a
 // REMOVE of one pod and an ADD of another, as podStorage's UID-keyed
-// merge of a SET makes it (config.go:230-237).
+// merge of a SET makes it (config.go:229-237).
 func (m *merger) apply(pod *v1.Pod) {
 	if uid, ok := m.byName[nameOf(pod)]; ok && uid != pod.UID {
 		if old := m.known[uid]; old != nil {
