@@ -315,8 +315,8 @@ func (f *Fleet) Run(ctx context.Context) error {
 	// either (pkg/kubelet/kubelet.go:1919-1924 and :1967, v1.36.3:
 	// registration is retried in syncNodeStatus's goroutine,
 	// kubelet_node_status.go:452-463, the loop runs beside it) — and it
-	// reads its pod watch from the start. Its heartbeats (Lease, node status) start once the Node
-	// exists. Nodes come up one after the other, so their leases are
+	// reads its pod watch from the start. Its heartbeats (Lease, node
+	// status) start once the Node exists. Nodes come up one after the other, so their leases are
 	// spread over the registration rather than renewed in one burst.
 	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
 	places := make(chan struct{}, o.RegisterParallelism)
@@ -369,8 +369,9 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 	// pod list (70 MB at 25,000 pods), compressed by the apiserver and
 	// inflated here on the same two cores (issue 23: at 25,000 pods that
 	// relist left every node without new pods for ten minutes, the
-	// reading goroutine in gzip's inflate). The fleet and its apiserver share a machine or a
-	// cluster network, where bytes are cheaper than CPU.
+	// reading goroutine in gzip's inflate). The fleet and its apiserver
+	// share a machine or a cluster network, where bytes are cheaper than
+	// CPU.
 	cfg.DisableCompression = true
 	// Counted beneath the impersonation: a write refused before it is
 	// sent (ErrNoNode) is no API call.
