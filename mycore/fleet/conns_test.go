@@ -14,9 +14,10 @@ import (
 )
 
 // TestNodesShareAConnectionPerGroup: with NodesPerConnection 2, five
-// nodes make three groups, and the apiserver sees one HTTP/2 connection
-// per group: a group's pod requests and heartbeats share theirs, another
-// group's requests come on another, and the informers have their own.
+// nodes make three groups, and the apiserver sees two HTTP/2 connections
+// per group: a group's pod requests and heartbeats share one, its pod
+// watches have the other, another group's requests come on others, and
+// the informers have their own.
 func TestNodesShareAConnectionPerGroup(t *testing.T) {
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}
@@ -54,8 +55,8 @@ func TestNodesShareAConnectionPerGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(groups) != 3 || f.Connections() != 3 {
-		t.Fatalf("5 nodes, 2 per connection: %d groups (Connections says %d), want 3", len(groups), f.Connections())
+	if len(groups) != 3 || f.Groups() != 3 {
+		t.Fatalf("5 nodes, 2 per connection: %d groups (Connections says %d), want 3", len(groups), f.Groups())
 	}
 	ctx := context.Background()
 	get := func(what string, do func() error) {
@@ -76,6 +77,15 @@ func TestNodesShareAConnectionPerGroup(t *testing.T) {
 		get("a node", func() error { _, err := reporter.CoreV1().Nodes().Get(ctx, "n", metav1.GetOptions{}); return err })
 		if n := newConns(); n != 1 {
 			t.Errorf("group %d: its pod, Lease and node requests came on %d new connections, want 1", i, n)
+		}
+		for range 2 {
+			get("a node's pods", func() error {
+				_, err := g.watches.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n"})
+				return err
+			})
+		}
+		if n := newConns(); n != 1 {
+			t.Errorf("group %d: its pod watches' lists came on %d new connections, want 1 of their own", i, n)
 		}
 	}
 	get("a list", func() error { _, err := watcher.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err })

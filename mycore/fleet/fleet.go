@@ -294,7 +294,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	// node's watch lost now costs a list of its own few pods.
 	updates = make(map[string]<-chan kubetypes.PodUpdate, len(f.names))
 	for i, name := range f.names {
-		updates[name] = podconfig.Watch(asNode(ctx, name), connOf(i).client, name)
+		updates[name] = podconfig.Watch(asNode(ctx, name), connOf(i).watches, name)
 	}
 
 	start := time.Now()
@@ -341,18 +341,20 @@ func (f *Fleet) Run(ctx context.Context) error {
 	return nil
 }
 
-// nodeConn is one connection's clients, shared by a group of nodes:
-// client for pods, registration and events (rate-limited by QPS/Burst,
-// one limiter for the whole fleet) and heartbeat for Leases and node
-// status (no limit; a timeout, as the kubelet's heartbeat client).
+// nodeConn is a group of nodes' clients: client for pods, registration
+// and events (rate-limited by QPS/Burst, one limiter for the whole fleet)
+// and heartbeat for Leases and node status (no limit; a timeout, as the
+// kubelet's heartbeat client) share one connection; watches, for the
+// nodes' pod watches and their lists, has another.
 type nodeConn struct {
 	client    kubernetes.Interface
 	heartbeat *heartbeatClient
+	watches   kubernetes.Interface
 }
 
-// clients are the fleet's clients, all with cred: a connection for every
-// NodesPerConnection nodes (their requests and pod watches), and one for
-// the Node informer (watcher).
+// clients are the fleet's clients, all with cred: two connections for
+// every NodesPerConnection nodes (their requests; their pod watches), and
+// one for the Node informer (watcher).
 func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes.Interface, err error) {
 	o := f.o
 	cfg := rest.CopyConfig(cred)
@@ -418,7 +420,21 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 		if err != nil {
 			return nil, nil, err
 		}
-		conns = append(conns, nodeConn{client: client, heartbeat: heartbeat})
+		// The group's pod watches on a connection of their own. The
+		// apiserver allows 100 concurrent streams on a connection
+		// (k8s.io/apiserver server/secure_serving.go:191-199, v0.36.3;
+		// kube-apiserver sets no other), and a watch holds one for as long
+		// as it runs: 100 nodes' watches filled their group's connection,
+		// and every pod request and heartbeat then waited for Go's client
+		// to dial and handshake another (80 status posts waiting in
+		// net/http's getConn in one 25,000-pod run, issue 23).
+		wc := rest.CopyConfig(main)
+		wc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		watches, err := kubernetes.NewForConfig(wc)
+		if err != nil {
+			return nil, nil, err
+		}
+		conns = append(conns, nodeConn{client: client, heartbeat: heartbeat, watches: watches})
 	}
 	// The Node informer gets a connection of its own: the status
 	// reporters of every node read it, and on a dropped connection its
@@ -431,9 +447,10 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 	return conns, watcher, nil
 }
 
-// Connections is how many connections the nodes' requests use: one for
-// every NodesPerConnection nodes (the Node informer has one more).
-func (f *Fleet) Connections() int {
+// Groups is how many groups of nodes share connections: each group has
+// one for its nodes' requests and one for their pod watches (the Node
+// informer has one more).
+func (f *Fleet) Groups() int {
 	return (len(f.names) + f.o.NodesPerConnection - 1) / f.o.NodesPerConnection
 }
 

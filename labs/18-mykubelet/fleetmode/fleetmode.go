@@ -194,9 +194,9 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	if o.sharedID {
 		who = "every node acts as the kubeconfig's own user (no per-node checks)"
 	}
-	conns := "1 for the nodes' requests and pod watches"
-	if n := f.Connections(); n > 1 {
-		conns = fmt.Sprintf("%d for the nodes' requests and pod watches, up to %d nodes on each", n, f.NodesPerConnection())
+	conns := "1 for the nodes' requests, 1 for their pod watches"
+	if n := f.Groups(); n > 1 {
+		conns = fmt.Sprintf("%d for the nodes' requests and %d for their pod watches, up to %d nodes on each", n, n, f.NodesPerConnection())
 	}
 	out.Printf("one credential for all; connections to %s: %s, 1 for the Node informer; %s: %s for pods, none for leases and node status", cfg.Host, conns, who, limit)
 	out.Printf("pods bound to them run on the mock. Try, in another terminal:")
