@@ -11,8 +11,8 @@
 // does:
 //
 //	                ┌──────────── one process ────────────────────────────┐
-//	apiserver ◀───▶ │ one credential; HTTP/2 connections: 1 per 100 nodes  │
-//	                │ (their requests and pod watches), 1 for the Node     │
+//	apiserver ◀───▶ │ one credential; HTTP/2 connections: 2 per 100 nodes  │
+//	                │ (their requests; their pod watches), 1 for the Node  │
 //	                │ informer (read by the status reporters);             │
 //	                │ 16 event broadcasters (node i: i mod 16)             │
 //	                │ node 0000: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0000 │
@@ -22,11 +22,14 @@
 //
 // # Identity
 //
-// The fleet holds one credential and a few connections: one for every
-// Options.NodesPerConnection nodes' requests and pod watches (default 100;
-// a kubelet has one of its own), one for the Node informer — a connection
-// lost under load takes only its own nodes' requests and watches with it,
-// and each of those nodes lists its own few pods again (fleet.go, clients). The credential is
+// The fleet holds one credential and a few connections: for every
+// Options.NodesPerConnection nodes (default 100; a kubelet has a
+// connection of its own) one for their requests and one for their pod
+// watches — a watch holds one of the apiserver's 100 streams per
+// connection for as long as it runs — and one for the Node informer. A
+// connection lost under load takes only its own nodes' requests or
+// watches with it, and each of those nodes lists its own few pods again
+// (fleet.go, clients). The credential is
 // its own, not the admin's: given the admin kubeconfig, the fleet uses it
 // once, at start, to bind the user kubelet-labs:fleet to a ClusterRole
 // that may impersonate exactly the fleet's nodes (and group system:nodes,

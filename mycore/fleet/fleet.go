@@ -96,8 +96,9 @@ type Options struct {
 	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
 	// NodesPerConnection: nodes whose requests (pods, registration,
-	// Leases, node status, events) share one HTTP/2 connection (default
-	// 100: ten connections for 1,000 nodes). A kubelet has a connection
+	// Leases, node status, events) share one HTTP/2 connection, and whose
+	// pod watches share another (default 100: ten of each for 1,000
+	// nodes). A kubelet has a connection
 	// of its own; a thousand on one connection lose all their requests at
 	// once when it is dropped, and queue behind the apiserver's limit of
 	// streams per connection.

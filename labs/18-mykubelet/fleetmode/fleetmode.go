@@ -81,7 +81,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.events, "events", true, "each node records the kubelet's events (Pulling, Pulled, Created, Started, Killing…), written as the node through "+fmt.Sprint(fleet.EventWriters)+" shared writers; false: none, as KWOK's default stages (a departure from the kubelet, for measuring what events cost)")
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
-	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) and pod watches share one HTTP/2 connection to the apiserver; the Node informer has one of its own (a kubelet has its own connection)")
+	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) share one HTTP/2 connection to the apiserver, and whose pod watches share another; the Node informer has one of its own (a kubelet has its own connection)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
