@@ -129,7 +129,17 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 func (e *env) close() {
 	if e.ownsCP {
 		if err := e.cp.Stop(); err == nil {
-			os.RemoveAll(e.cp.Config().Dir)
+			// The control plane's logs outlive it, in cp-logs beside the
+			// tools' logs: what the controller-manager did to the nodes and
+			// pods (NotReady, taints, evictions) is the first question about
+			// a run that timed out, and its data folder is gigabytes of etcd.
+			dir := e.cp.Config().Dir
+			keep := filepath.Join(e.dir, "cp-logs")
+			os.RemoveAll(keep)
+			if err := os.Rename(filepath.Join(dir, "logs"), keep); err != nil {
+				fmt.Fprintf(os.Stderr, "the control plane's logs were not kept: %v\n", err)
+			}
+			os.RemoveAll(dir)
 		}
 	}
 }
