@@ -56,7 +56,7 @@ func TestNodesShareAConnectionPerGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(groups) != 3 || f.Groups() != 3 {
-		t.Fatalf("5 nodes, 2 per connection: %d groups (Connections says %d), want 3", len(groups), f.Groups())
+		t.Fatalf("5 nodes, 2 per connection: %d groups (Groups says %d), want 3", len(groups), f.Groups())
 	}
 	ctx := context.Background()
 	get := func(what string, do func() error) {

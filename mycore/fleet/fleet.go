@@ -317,8 +317,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	// registration is retried in syncNodeStatus's goroutine,
 	// kubelet_node_status.go:452-463, the loop runs beside it) — and it
 	// reads its pod watch from the start. Its heartbeats (Lease, node
-	// status) start once the Node exists. Nodes come up one after the other, so their leases are
-	// spread over the registration rather than renewed in one burst.
+	// status) start once the Node exists. Nodes come up one after the
+	// other, so their leases are spread over the registration rather than
+	// renewed in one burst.
 	f.log("registering %d nodes (%s … %s), %d at a time", len(f.names), f.names[0], f.names[len(f.names)-1], o.RegisterParallelism)
 	places := make(chan struct{}, o.RegisterParallelism)
 	var left atomic.Int64
@@ -407,8 +408,7 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 	// connection lost", 168 times in one 25,000-pod run, issue 23): every
 	// node's requests in flight failed at once.
 	for first := 0; first < len(f.names); first += o.NodesPerConnection {
-		g := rest.CopyConfig(main)
-		g.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		g := ownConnection(main)
 		rt, err := rest.TransportFor(g)
 		if err != nil {
 			return nil, nil, err
@@ -429,9 +429,7 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 		// and every pod request and heartbeat then waited for Go's client
 		// to dial and handshake another (80 status posts waiting in
 		// net/http's getConn in one 25,000-pod run, issue 23).
-		wc := rest.CopyConfig(main)
-		wc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		watches, err := kubernetes.NewForConfig(wc)
+		watches, err := kubernetes.NewForConfig(ownConnection(main))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -440,12 +438,19 @@ func (f *Fleet) clients(cred *rest.Config) (conns []nodeConn, watcher kubernetes
 	// The Node informer gets a connection of its own: the status
 	// reporters of every node read it, and on a dropped connection its
 	// watch would end with that group's requests.
-	w := rest.CopyConfig(main)
-	w.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	if watcher, err = kubernetes.NewForConfig(w); err != nil {
+	if watcher, err = kubernetes.NewForConfig(ownConnection(main)); err != nil {
 		return nil, nil, err
 	}
 	return conns, watcher, nil
+}
+
+// ownConnection is a copy of c whose clients get a connection of their
+// own: a dialer of its own is a transport of its own in client-go's
+// transport cache (see clients).
+func ownConnection(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return c
 }
 
 // Groups is how many groups of nodes share connections: each group has
