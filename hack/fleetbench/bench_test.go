@@ -62,6 +62,11 @@ func TestBenchSmall(t *testing.T) {
 		}
 	}
 	for _, fleet := range results[1:] {
+		// Our nodes post each pod's status as it starts and again as it
+		// stops, then delete it: requests on pods in both halves.
+		if fleet.podCallsCreating <= 0 || fleet.podCalls-fleet.podCallsCreating <= 0 {
+			t.Errorf("%s: requests on pods %d, of them until all Running %d; want some in each half", fleet.tool, fleet.podCalls, fleet.podCallsCreating)
+		}
 		if fleet.ownWasted.DeletesOfGone != 0 || fleet.ownWasted.Conflicts != 0 || fleet.ownCalls <= 0 {
 			t.Errorf("%s: own calls %d, wasted %+v; want none wasted", fleet.tool, fleet.ownCalls, fleet.ownWasted)
 		}
@@ -74,7 +79,7 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := string(raw)
-	for _, want := range []string{"KWOK v0.7.0", "ours, as nodes", "ours, as admin", "5 nodes → all Ready with a Lease", "delete 20 pods → all gone", "peak RSS", "controller-manager meanwhile", "stopped being Ready", "machine load (1 min) at the start", "other processes' CPU in the run"} {
+	for _, want := range []string{"KWOK v0.7.0", "ours, as nodes", "ours, as admin", "5 nodes → all Ready with a Lease", "delete 20 pods → all gone", "peak RSS", "controller-manager meanwhile", "until all Running (creates)", "then until all gone (deletes)", "stopped being Ready", "machine load (1 min) at the start", "other processes' CPU in the run"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

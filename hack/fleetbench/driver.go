@@ -238,7 +238,7 @@ func benchPod(ns, name, node string) *v1.Pod {
 
 // runPods creates m pods round-robin over nodes, waits until all are
 // Running, deletes them all and waits until all are gone.
-func (d *driver) runPods(ctx context.Context, ns string, nodes []string, m int, timeout time.Duration, problem func() error, logf func(string, ...any)) (*podRun, podTimes, error) {
+func (d *driver) runPods(ctx context.Context, ns string, nodes []string, m int, timeout time.Duration, problem func() error, atAllRunning func(), logf func(string, ...any)) (*podRun, podTimes, error) {
 	r := &podRun{sent: map[string]time.Time{}, running: map[string]time.Time{}, gone: map[string]time.Time{}, deleted: map[string]bool{}}
 	var t podTimes
 	names := make([]string, m)
@@ -311,6 +311,9 @@ func (d *driver) runPods(ctx context.Context, ns string, nodes []string, m int, 
 		return r, t, fmt.Errorf("pods: %w", err)
 	}
 	t.allRunning = time.Now()
+	if atAllRunning != nil {
+		atAllRunning() // before the first delete: the counts of the creates
+	}
 
 	// Delete them all, each with its default grace period, as kubectl
 	// delete pods --all does: one DELETE per pod.

@@ -79,6 +79,7 @@ func medianOf(runs []*result) *result {
 	for _, f := range []func(*result) *int64{
 		func(r *result) *int64 { return &r.apiCalls },
 		func(r *result) *int64 { return &r.podCalls },
+		func(r *result) *int64 { return &r.podCallsCreating },
 		func(r *result) *int64 { return &r.eventCalls },
 		func(r *result) *int64 { return &r.wasted.DeletesOfGone },
 		func(r *result) *int64 { return &r.wasted.Conflicts },

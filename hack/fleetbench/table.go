@@ -99,6 +99,10 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	perPod := func(n int64) float64 { return float64(n) / float64(o.pods) }
 	add("  of them on pods, per pod", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.podCalls)) },
 		func(r *result) float64 { return perPod(r.podCalls) })
+	add("    until all Running (creates)", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.podCallsCreating)) },
+		func(r *result) float64 { return perPod(r.podCallsCreating) })
+	add("    then until all gone (deletes)", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.podCalls-r.podCallsCreating)) },
+		func(r *result) float64 { return perPod(r.podCalls - r.podCallsCreating) })
 	add("  of them on events, per pod", func(r *result) string { return fmt.Sprintf("%.1f", perPod(r.eventCalls)) },
 		func(r *result) float64 { return perPod(r.eventCalls) })
 	if by == "the tool" {

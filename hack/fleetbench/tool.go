@@ -29,7 +29,11 @@ type result struct {
 	// each pod costs, without the heartbeats, which grow with the run's
 	// length, not with the pods.
 	podCalls, eventCalls int64
-	wasted               fleet.Wasted
+	// Of the requests on pods, those made until every pod was Running
+	// (the rest came while they were deleted): issue 23 asks for requests
+	// per pod for create and for delete.
+	podCallsCreating int64
+	wasted           fleet.Wasted
 	// The controller-manager's own requests during the run, from its
 	// metrics (cmKnown: the control plane is ours to read).
 	cmKnown  bool
@@ -165,10 +169,24 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}
 	logf("%s: %d nodes Ready with a Lease %.1fs after %s", tool, o.nodes, r.nodesReady.Seconds(), since)
 
-	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.exited, logf)
+	// The counters again when every pod is Running, before the deletes:
+	// requests on pods until then are the creates' cost, after it the
+	// deletes'. (Heartbeats are left out of both: they grow with time.)
+	var apiMid map[fleet.Call]int64
+	var mineMid []fleet.CallCount
+	var midErr error
+	atAllRunning := func() {
+		mineMid = d.calls.Counts()
+		apiMid, midErr = requestTotals(ctx, e.admin)
+	}
+	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.exited, atAllRunning, logf)
 	if err != nil {
 		return nil, err
 	}
+	if midErr != nil {
+		return nil, midErr
+	}
+	r.podCallsCreating = onResource(minus(apiMid, api0, delta(mineMid, mine0)), "pods")
 	r.running, r.gone = run.counts()
 	lat := run.latencies()
 	r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -133,21 +132,20 @@ type Kubelet struct {
 	// pod's worker. HandlePodAdditions is ours (admit.go): the OS admission.
 	podworkers.Handlers
 
-	o        Options
-	journal  *journal.Bus
-	pods     kubepod.Manager
-	cache    kubecontainer.Cache
-	runtime  *plegruntime.Runtime
-	manager  *kuberuntime.Manager
-	pleg     *pleg.GenericPLEG
-	plegCh   chan *pleg.PodLifecycleEvent
-	workers  *podworkers.Workers
-	status   *status.Manager
-	probes   *prober.Manager
-	backOff  *flowcontrol.Backoff
-	reasons  *reasonCache
-	finished chan types.UID
-	ran      bool
+	o       Options
+	journal *journal.Bus
+	pods    kubepod.Manager
+	cache   kubecontainer.Cache
+	runtime *plegruntime.Runtime
+	manager *kuberuntime.Manager
+	pleg    *pleg.GenericPLEG
+	plegCh  chan *pleg.PodLifecycleEvent
+	workers *podworkers.Workers
+	status  *status.Manager
+	probes  *prober.Manager
+	backOff *flowcontrol.Backoff
+	reasons *reasonCache
+	ran     bool
 	// mirrors creates and deletes the mirror pods of static pods.
 	mirrors *mirror.Reconciler
 	// logs rotates the logs of this node's running containers.
@@ -195,15 +193,14 @@ func New(o Options) (*Kubelet, error) {
 	def(&o.GCPeriod, DefaultGCPeriod)
 	def(&o.FileCheckFrequency, podconfig.DefaultFileCheckFrequency)
 	k := &Kubelet{
-		o:        o,
-		journal:  o.Journal,
-		pods:     kubepod.NewBasicPodManager(),
-		cache:    kubecontainer.NewCache(),
-		runtime:  plegruntime.New(o.CRI, plegruntime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
-		plegCh:   make(chan *pleg.PodLifecycleEvent, plegChannelCapacity),
-		backOff:  flowcontrol.NewBackOff(o.BackOffInitial, o.BackOffMax),
-		reasons:  newReasonCache(),
-		finished: make(chan types.UID, 16),
+		o:       o,
+		journal: o.Journal,
+		pods:    kubepod.NewBasicPodManager(),
+		cache:   kubecontainer.NewCache(),
+		runtime: plegruntime.New(o.CRI, plegruntime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
+		plegCh:  make(chan *pleg.PodLifecycleEvent, plegChannelCapacity),
+		backOff: flowcontrol.NewBackOff(o.BackOffInitial, o.BackOffMax),
+		reasons: newReasonCache(),
 	}
 	k.liveness, k.readiness, k.startup = proberesults.NewManager(), proberesults.NewManager(), proberesults.NewManager()
 	if k.journal == nil {
