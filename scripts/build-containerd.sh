@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build containerd v2 from its Go module into the labs state folder:
+# Build containerd v2 from its Go module into root's tree:
 #
-#   scripts/build-containerd.sh           # builds <state>/bin/containerd-v2.2.9/ if missing
-#   scripts/build-containerd.sh --force   # rebuilds it
+#   sudo scripts/build-containerd.sh             # builds bin/containerd-v2.2.9/ if missing
+#   sudo scripts/build-containerd.sh --force     # rebuilds it
+#   sudo scripts/build-containerd.sh --which-go  # says which Go it would build with
 #
 # Three programs land in root's tree, /var/lib/kubelet-labs/bin/containerd-<version>/
 # (LABS_ROOT_DIR; see scripts/containerd/lib.sh): root runs them, so they
@@ -15,57 +16,37 @@
 #
 # Idempotent and safe to run in parallel: one build at a time under a file
 # lock, skipped when the folder holds programs that report the pinned version.
-# Needs Go and the Go module proxy; no C compiler (CGO_ENABLED=0: static
-# programs, as containerd's own release builds the shim).
+# Needs Go (a root-owned one, found where a normal install puts it even
+# under sudo's secure_path: find_go in scripts/containerd/lib.sh) and the Go
+# module proxy; no C compiler (CGO_ENABLED=0: static programs, as
+# containerd's own release builds the shim).
 set -euo pipefail
 trap 'echo "build-containerd: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
 # shellcheck source=scripts/containerd/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/containerd/lib.sh"
 
-force=false
+force=false which_go=false
 case "${1:-}" in
 "") ;;
 --force) force=true ;;
-*) die "usage: $0 [--force]" ;;
+--which-go) which_go=true ;;
+*) die "usage: $0 [--force | --which-go]" ;;
 esac
 
 MODULE=github.com/containerd/containerd/v2
 out="${CONTAINERD2_BIN_DIR}"
 bin_dir="$(dirname "${out}")"
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo $0): containerd goes to root's ${bin_dir}, where only root can replace what root runs"
-make_root_dir "${LABS_ROOT}"
+# Nothing of the folder sudo was typed in: its go.mod or go.work would pick
+# the toolchain and the module graph of a go command run there.
+cd /
+if [ "${which_go}" = true ]; then
+	find_go
+	exit 0
+fi
+make_root_tree
 make_root_dir "${bin_dir}"
-
-go_bin="$(command -v go)" ||
-	die "Go is needed to build containerd ${CONTAINERD2_VERSION} (https://go.dev/dl/), or use Debian's containerd 1.6: LABS_CONTAINERD=1.6"
-go_bin="$(realpath "${go_bin}")"
-# Root runs this go and what it compiles: it must be root's, and so must the
-# module and build caches it reads (a poisoned cache is code root runs).
-# A go env file only if root's (not that of whoever's HOME sudo kept);
-# GOFLAGS cleared: no -toolexec; GOTOOLCHAIN=local: no toolchain fetched into
-# a cache; the checksum database stays on (GONOSUMDB, GOPRIVATE, GOINSECURE
-# cleared).
-check_root_owned "${go_bin}"
-goenv="$("${go_bin}" env GOENV)"
-if [ "${goenv}" = off ] || ! (check_root_owned "${goenv}") 2>/dev/null; then goenv=off; fi
-export GOENV="${goenv}"
-go_root_env() {
-	local mod cache
-	mod="$("${go_bin}" env GOMODCACHE)"
-	cache="$("${go_bin}" env GOCACHE)"
-	if ! (check_root_owned "${mod}") 2>/dev/null; then mod="${LABS_ROOT}/go/mod"; fi
-	if ! (check_root_owned "${cache}") 2>/dev/null; then cache="${LABS_ROOT}/go/cache"; fi
-	check_root_owned "${mod}"
-	check_root_owned "${cache}"
-	echo "GOMODCACHE=${mod}"
-	echo "GOCACHE=${cache}"
-}
-mapfile -t go_env < <(go_root_env)
-[ "${#go_env[@]}" -eq 2 ] || die "no root-owned Go module and build cache"
-export GOFLAGS='' GOTOOLCHAIN=local GOWORK=off GONOSUMDB='' GONOSUMCHECK='' GOPRIVATE='' GOINSECURE='' "${go_env[@]}"
-[ "${GOSUMDB:-}" != off ] || die "GOSUMDB=off: root builds containerd only with the Go checksum database on"
-go() { "${go_bin}" "$@"; }
 
 built() {
 	local p
@@ -89,15 +70,54 @@ if [ "${force}" = false ] && built; then
 	exit 0
 fi
 
+# Root runs this go and what it compiles: it must be root's (find_go), and
+# so must the module and build caches it reads (a poisoned cache is code
+# root runs). Every go command below runs with an environment made here,
+# none of the caller's (env -i): no GOROOT, GOCACHEPROG, GOFLAGS (-toolexec)
+# or TMPDIR of whoever's environment root was given; GOTOOLCHAIN=local (no
+# toolchain fetched into a cache); the checksum database on. A go env file
+# only if root's (not that of whoever's HOME sudo kept). The module proxy,
+# the checksum database and an HTTP proxy are taken from root's own
+# environment (sudo passes none of the user's).
+go_bin="$(find_go)"
+root_home="$(getent passwd 0 | cut -d: -f6)"
+[ "${GOSUMDB:-}" != off ] || die "GOSUMDB=off: root builds containerd only with the Go checksum database on"
+go_env=(PATH="${ROOT_PATH}" HOME="${root_home:-/root}" GOTOOLCHAIN=local GOWORK=off GOFLAGS= CGO_ENABLED=0
+	GOPROXY="${GOPROXY:-}" GOSUMDB="${GOSUMDB:-}" GONOSUMDB= GONOSUMCHECK= GOPRIVATE= GOINSECURE= GONOPROXY=
+	HTTPS_PROXY="${HTTPS_PROXY:-}" HTTP_PROXY="${HTTP_PROXY:-}" NO_PROXY="${NO_PROXY:-}")
+go() { env -i "${go_env[@]}" "${go_bin}" "$@"; }
+goenv="$(go env GOENV)"
+if [ "${goenv}" = off ] || ! (check_root_owned "${goenv}") 2>/dev/null; then goenv=off; fi
+go_env+=(GOENV="${goenv}")
+go_root_env() {
+	local mod cache
+	mod="$(go env GOMODCACHE)"
+	cache="$(go env GOCACHE)"
+	if ! (check_root_owned "${mod}") 2>/dev/null; then mod="${LABS_ROOT}/go/mod"; fi
+	if ! (check_root_owned "${cache}") 2>/dev/null; then cache="${LABS_ROOT}/go/cache"; fi
+	check_root_owned "${mod}"
+	check_root_owned "${cache}"
+	echo "GOMODCACHE=${mod}"
+	echo "GOCACHE=${cache}"
+}
+mapfile -t caches < <(go_root_env)
+[ "${#caches[@]}" -eq 2 ] || die "no root-owned Go module and build cache"
+go_env+=("${caches[@]}")
+[ "$(go env GOSUMDB)" != off ] || die "GOSUMDB=off in root's go env file: root builds containerd only with the Go checksum database on"
+log "building with $(go env GOVERSION) (${go_bin})"
+
 t0="$(now)"
 # The module's own folder in the module cache (downloaded if needed). We
 # build inside it, so its go.mod and go.sum pin every dependency exactly as
 # upstream's release does; -mod=readonly (the default) refuses to change them.
-mod_dir="$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${MODULE}@${CONTAINERD2_VERSION}" |
+mod_dir="$(GOFLAGS=-mod=mod go mod download -json "${MODULE}@${CONTAINERD2_VERSION}" |
 	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 if [ -z "${mod_dir}" ] || [ ! -d "${mod_dir}" ]; then
 	die "could not download ${MODULE}@${CONTAINERD2_VERSION} from the Go module proxy"
 fi
+go_line="$(awk '$1 == "go" { print $2; exit }' "${mod_dir}/go.mod")"
+[ "${go_line}" = "${CONTAINERD2_GO_MIN}" ] ||
+	die "containerd ${CONTAINERD2_VERSION}'s go.mod says go ${go_line}, scripts/containerd/lib.sh CONTAINERD2_GO_MIN says ${CONTAINERD2_GO_MIN}: make them agree"
 log "building containerd ${CONTAINERD2_VERSION} from ${mod_dir} (a few minutes on a cold Go cache)"
 
 tmp="$(mktemp -d "${bin_dir}/.containerd-${CONTAINERD2_VERSION}.XXXXXX")"
@@ -108,9 +128,8 @@ tags="urfave_cli_no_docs no_btrfs no_devmapper no_zfs no_tracing"
 ldflags="-s -w -X ${MODULE}/version.Version=${CONTAINERD2_VERSION} -X ${MODULE}/version.Package=${MODULE}"
 (
 	cd "${mod_dir}"
-	# GOWORK=off: a go.work above the cache must not pull this build into
-	# another module graph.
-	export GOWORK=off CGO_ENABLED=0 GOFLAGS=
+	# GOWORK=off (go_env): a go.work above the cache must not pull this
+	# build into another module graph.
 	go build -trimpath -tags "${tags}" -ldflags "${ldflags}" -o "${tmp}/" ./cmd/containerd ./cmd/ctr
 	# the shim speaks ttrpc only: no_grpc, as upstream's Makefile builds it
 	go build -trimpath -tags "${tags} no_grpc" -ldflags "${ldflags}" -o "${tmp}/" ./cmd/containerd-shim-runc-v2

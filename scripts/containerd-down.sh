@@ -48,9 +48,19 @@ mapfile -t named < <(parse_flavours "${requested}")
 need_root
 t0="$(now)"
 check_root_owned "${LABS_ROOT}"
+check_bridge_prefix
+# --purge deletes root's tree only if this course made it (its marker):
+# LABS_ROOT_DIR=/etc must never become rm -rf /etc. The default tree of a
+# version before the marker is ours by its name.
+purge_check() {
+	is_root_tree || [ "${LABS_ROOT}" = "${DEFAULT_LABS_ROOT}" ] ||
+		die "${LABS_ROOT} has no ${ROOT_MARKER}: it is not a tree containerd-up.sh made, and --purge will not delete it"
+}
+if [ "${purge}" = true ] && [ -d "${LABS_ROOT}" ]; then purge_check; fi
 if [ ! -d "${TOP}" ]; then
 	log "no ${TOP}: no containerd of ours was started here"
 	if [ "${purge}" = true ] && [ -d "${LABS_ROOT}" ]; then
+		purge_check
 		rm -rf --one-file-system "${LABS_ROOT}"
 		log "removed ${LABS_ROOT}"
 	fi
@@ -115,6 +125,7 @@ if [ "${purge}" = true ]; then
 		[ -z "$(containerd_pids)" ] || die "containerd ${f} still runs; not purging ${LABS_ROOT}"
 	done
 	exec 8>&-
+	purge_check
 	rm -rf --one-file-system "${LABS_ROOT}"
 	log "removed ${LABS_ROOT}"
 fi

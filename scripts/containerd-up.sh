@@ -81,13 +81,16 @@ need_root
 LEARNER_UID="${SUDO_UID:-0}"
 LEARNER_GID="${SUDO_GID:-0}"
 [[ "${LEARNER_UID}:${LEARNER_GID}" =~ ^[0-9]+:[0-9]+$ ]] || die "SUDO_UID/SUDO_GID (${LEARNER_UID}:${LEARNER_GID}) are not numeric ids"
+# The socket and the pod logs go to that user and group: a group of one.
+check_learner_group "${LEARNER_UID}" "${LEARNER_GID}"
+check_bridge_prefix
 for f in "${flavours[@]}"; do
 	use_flavour "${f}"
 	check_paths
 done
 # Root's tree (scripts/containerd/lib.sh): nothing in it is the learner's but
 # their pod logs, and nothing root runs or reads lives anywhere else.
-make_root_dir "${LABS_ROOT}"
+make_root_tree
 make_root_dir "${TOP}"
 # one up or down at a time
 exec 8>"${TOP}/.up-down.lock"
@@ -134,10 +137,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	log "installed in ${t_apt}s"
 fi
 CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback) not found"
-RUNC_BIN="$(command -v runc)"
+# containerd runs the CNI plugins and runc as root: root's, all the way up
+check_root_owned "${CNI_BIN}"
+for p in bridge host-local loopback; do check_root_owned "${CNI_BIN}/${p}"; done
+RUNC_BIN="$(root_program runc)" || die "runc not found in ${ROOT_PATH}"
 if wants 1.6; then
 	# "1.6" is the distribution's containerd: any 1.x reads the version = 2
 	# config below; a 2.x from apt is not what this flavour is for
+	root_program containerd >/dev/null || die "containerd not found in ${ROOT_PATH}"
+	root_program ctr >/dev/null || die "ctr not found in ${ROOT_PATH}"
 	distro_version="$(containerd --version | awk '{ print $3 }')"
 	case "${distro_version}" in
 	1.6.*) ;;
@@ -416,6 +424,8 @@ ${left}"
 		[ "${FLAVOUR}" = 1.6 ] || path="${CONTAINERD2_BIN_DIR}:${PATH}"
 		# own session: it must outlive this script and the terminal/CI step;
 		# without our lock (fd 8), or it would hold it as long as it runs
+		# a new log per start, the last one kept as containerd.log.1
+		rotate_log "${LOGFILE}"
 		PATH="${path}" setsid "${CONTAINERD_BIN}" --config "${CONF}" >>"${LOGFILE}" 2>&1 </dev/null 8>&- &
 		echo $! >"${PIDFILE}"
 		for ((i = 0; i < 300; i++)); do

@@ -38,10 +38,28 @@
 # ip_forward sysctl the CNI bridge turns on.
 
 LABS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-LABS_ROOT="$(realpath -m "${LABS_ROOT_DIR:-/var/lib/kubelet-labs}")"
+DEFAULT_LABS_ROOT=/var/lib/kubelet-labs
+LABS_ROOT="$(realpath -m "${LABS_ROOT_DIR:-${DEFAULT_LABS_ROOT}}")"
+# The file that says a folder is root's tree of this course: made when the
+# tree is made, and required before anything under it is deleted (--purge),
+# so LABS_ROOT_DIR=/etc cannot turn into rm -rf /etc.
+ROOT_MARKER=.kubelet-labs-root
+
+# Root finds its programs only in the system's folders (sudo's secure_path
+# on Debian, and what most distributions use), never in a PATH a root shell
+# inherited: a folder of the learner's early in PATH would give root the
+# learner's runc or containerd. Each program found is also checked to be
+# root's all the way up (root_program).
+ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+PATH="${ROOT_PATH}"
+export PATH
 # containerd 2.x, built from its Go module by scripts/build-containerd.sh:
 # the newest patch release of the 2.2 line, pinned exactly.
 CONTAINERD2_VERSION=v2.2.9
+# The oldest Go that builds it: the `go` line of its go.mod (v2.2.9:
+# go 1.25.0). build-containerd.sh checks this against the module it
+# downloads, so a new pin with a newer go line fails loudly here.
+CONTAINERD2_GO_MIN=1.25.0
 CONTAINERD2_BIN_DIR="${LABS_ROOT}/bin/containerd-${CONTAINERD2_VERSION}"
 
 # Every flavour, in the order tests list them; the first is the default.
@@ -213,6 +231,158 @@ make_root_dir() { # DIR
 	check_root_owned "$1"
 	[ -d "$1" ] || install -d -m 0711 -o 0 -g 0 "$1"
 	check_root_owned "$1"
+}
+
+# make_root_tree: root's tree itself (LABS_ROOT). A folder that exists must
+# be one this course made (it holds ROOT_MARKER) or empty: LABS_ROOT_DIR
+# naming /etc, /usr or a home folder is refused before root writes there,
+# and containerd-down.sh --purge deletes only a marked tree. The default
+# tree of an older version (no marker yet) is adopted: its name is ours.
+make_root_tree() {
+	make_root_dir "${LABS_ROOT}"
+	if [ ! -f "${LABS_ROOT}/${ROOT_MARKER}" ]; then
+		if [ "${LABS_ROOT}" != "${DEFAULT_LABS_ROOT}" ] && [ -n "$(find "${LABS_ROOT}" -mindepth 1 -maxdepth 1 -print -quit)" ]; then
+			die "${LABS_ROOT} is not empty and was not made by containerd-up.sh (no ${ROOT_MARKER} in it): LABS_ROOT_DIR must name a new or empty folder"
+		fi
+		echo "root's tree of kubelet-labs (scripts/containerd-up.sh); containerd-down.sh --purge removes this folder" >"${LABS_ROOT}/${ROOT_MARKER}"
+	fi
+}
+
+# is_root_tree: LABS_ROOT exists and is marked as ours.
+is_root_tree() {
+	[ -d "${LABS_ROOT}" ] && [ -f "${LABS_ROOT}/${ROOT_MARKER}" ]
+}
+
+# root_program NAME: the absolute path of a program root may run, from
+# ROOT_PATH only, and root's all the way up (check_root_owned of the file
+# and of where a symlink leads). Prints nothing and fails if there is none.
+root_program() { # NAME
+	local p
+	p="$(command -v "$1")" || return 1
+	case "${p}" in /*) ;; *) return 1 ;; esac
+	check_root_owned "${p}"
+	check_root_owned "$(realpath "${p}")"
+	echo "${p}"
+}
+
+# version_at_least HAVE WANT: true if the dotted version HAVE (go1.26.8,
+# 1.25.0) is at least WANT.
+version_at_least() { # HAVE WANT
+	local have="${1#go}" want="${2#go}" i h w
+	local -a hs ws
+	have="${have%%[!0-9.]*}"
+	IFS=. read -ra hs <<<"${have}"
+	IFS=. read -ra ws <<<"${want}"
+	for i in 0 1 2; do
+		h="${hs[i]:-0}" w="${ws[i]:-0}"
+		[ "$((10#${h}))" -gt "$((10#${w}))" ] && return 0
+		[ "$((10#${h}))" -lt "$((10#${w}))" ] && return 1
+	done
+	return 0
+}
+
+# Where Go is when it was installed the usual ways: the go.dev tarball
+# (/usr/local/go), the distribution's package (Debian/Ubuntu golang-go:
+# /usr/bin/go, a link into /usr/lib/go-1.NN), a snap. sudo resets PATH to
+# its secure_path, which has no /usr/local/go/bin: looking in PATH alone
+# misses the most common install (issue 36).
+GO_PLACES=(/usr/local/go/bin/go /usr/bin/go /usr/lib/go/bin/go /snap/bin/go)
+
+# go_version GO: what GO says its version is, asked from / with nothing of
+# the caller's: no go.mod or go.work of the current folder, no toolchain
+# switch (GOTOOLCHAIN=local), no go env file.
+go_version() { # GO
+	(cd / && env -i PATH="${ROOT_PATH}" HOME=/nonexistent GOENV=off GOTOOLCHAIN=local GOFLAGS= GOWORK=off "$1" env GOVERSION 2>/dev/null)
+}
+
+# find_go: the Go root builds containerd with: LABS_GO if set (it must
+# pass the same checks), else the first of GO_PLACES (then
+# /usr/lib/go-1.*) that is root's all the way up and at least
+# CONTAINERD2_GO_MIN. Prints its path; dies saying what it saw and
+# what to type when there is none.
+find_go() {
+	local c real ver why
+	local -a tried=() places
+	if [ -n "${LABS_GO:-}" ]; then
+		places=("${LABS_GO}")
+	else
+		places=("${GO_PLACES[@]}")
+		for c in /usr/lib/go-1.*/bin/go; do [ -e "${c}" ] && places+=("${c}"); done
+	fi
+	for c in "${places[@]}"; do
+		[ -e "${c}" ] || { [ -n "${LABS_GO:-}" ] && tried+=("${c}: no such file"); continue; }
+		real="$(realpath "${c}")"
+		if ! why="$(check_root_owned "${c}" 2>&1 && check_root_owned "${real}" 2>&1)"; then
+			tried+=("${c}: ${why#error: }")
+			continue
+		fi
+		# run as found: a snap's /snap/bin/go leads to /usr/bin/snap, which
+		# goes by the name it was called with
+		ver="$(go_version "${c}")" || ver=""
+		if [ -z "${ver}" ]; then
+			tried+=("${c}: does not run")
+			continue
+		fi
+		if ! version_at_least "${ver}" "${CONTAINERD2_GO_MIN}"; then
+			tried+=("${c}: ${ver}, older than go${CONTAINERD2_GO_MIN}, which containerd ${CONTAINERD2_VERSION} needs")
+			continue
+		fi
+		echo "${c}"
+		return 0
+	done
+	local msg="no Go that root can build containerd ${CONTAINERD2_VERSION} with (go${CONTAINERD2_GO_MIN} or newer, root's all the way up)"
+	if [ "${#tried[@]}" -gt 0 ]; then
+		msg+="; found:$(printf '\n  %s' "${tried[@]}")"
+	else
+		msg+="; looked in ${places[*]}"
+	fi
+	msg+="
+Install Go for the whole machine as go.dev/doc/install says (as root, into /usr/local/go), then run the same command again;
+or name a root-owned Go: sudo LABS_GO=/path/to/go/bin/go scripts/containerd-up.sh;
+or use the distribution's containerd 1.6 (no Go needed): sudo scripts/containerd-up.sh --version 1.6"
+	die "${msg}"
+}
+
+# check_learner_group UID GID: the socket and the pod logs go to the user
+# who ran sudo and to GID. Whoever is in that group gets them too, and the
+# socket is root on this machine: GID must be the user's own group (named
+# as the user, with no other member and no other user's primary group), as
+# useradd makes it on Debian and most distributions. A shared group
+# ("domain users", `useradd -g workshop`) is refused.
+check_learner_group() { # UID GID
+	local uid="$1" gid="$2" user gname members others
+	[ "${uid}" = 0 ] && return 0
+	user="$(getent passwd "${uid}" | cut -d: -f1)"
+	[ -n "${user}" ] || die "uid ${uid} (SUDO_UID) is no user of this machine"
+	IFS=: read -r gname _ _ members < <(getent group "${gid}" || true)
+	[ -n "${gname}" ] || die "gid ${gid} (SUDO_GID) is no group of this machine"
+	# users with it as their primary group, and its listed members, but the user
+	others="$({
+		getent passwd | awk -F: -v g="${gid}" -v u="${uid}" '$4 == g && $3 != u { print $1 }'
+		tr ',' '\n' <<<"${members}" | grep -vxF -e "${user}" -e '' || true
+	} | sort -u | paste -sd, -)"
+	if [ "${gname}" != "${user}" ] || [ -n "${others}" ]; then
+		local who=""
+		[ -z "${others}" ] || who=" (also ${others//,/, })"
+		[ "${gname}" = "${user}" ] || who+=" (not named ${user}: it may be shared)"
+		die "your group ${gname} (gid ${gid}) is not yours alone${who}: containerd's socket and your pod logs would be that group's too, and whoever holds the socket is root on this machine. Run this from an account with a group of its own (useradd's default: a group named as the user)"
+	fi
+}
+
+# check_bridge_prefix: LABS_CNI_BRIDGE goes into a CNI config (JSON) and
+# names the link down deletes: letters and digits only, short enough for a
+# link name (15 bytes) with the flavour's digits after it.
+check_bridge_prefix() {
+	[[ "${LABS_CNI_BRIDGE:-labs}" =~ ^[a-z][a-z0-9]{0,11}$ ]] ||
+		die "LABS_CNI_BRIDGE='${LABS_CNI_BRIDGE:-}' is not a bridge name prefix: 1-12 lower-case letters and digits, starting with a letter"
+}
+
+# rotate_log FILE: a new run starts a new log; the one before is kept as
+# FILE.1 (one generation), so the log of a machine that ran the labs for
+# months is two runs long, not months.
+rotate_log() { # FILE
+	[ -s "$1" ] || return 0
+	mv -f "$1" "$1.1"
 }
 
 # pids of processes that have ARG1 ARG2 ... as consecutive arguments,
