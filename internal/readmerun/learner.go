@@ -3,10 +3,14 @@ package readmerun
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -50,49 +54,85 @@ func lookupLearner() (*learner, error) {
 	return &learner{name: name, uid: uint32(uid), gid: uint32(gid), home: u.HomeDir}, nil
 }
 
-// apply makes a command run as the learner, in a learner's environment.
-func (l *learner) apply(attr *syscall.SysProcAttr, env []string) []string {
+// passedEnv are the variables of the runner's environment a learner's
+// terminal has too: how this machine reaches the Go module proxy and the
+// network, where root's tree is when it is not the default, and the test
+// run's own switches (CI makes a missing runtime fail instead of skip;
+// the cache mutation detector is on for every lab a test runs). Nothing
+// else of root's environment reaches the learner's commands.
+var passedEnv = []string{
+	"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"LANG", "TZ", "LABS_ROOT_DIR", "CI", "KUBE_CACHE_MUTATION_DETECTOR",
+}
+
+// loginPath is the PATH of a learner who installed Go as go.dev says (its
+// bin folder added in their profile) on a Debian machine.
+func loginPath() string {
+	dirs := []string{"/usr/local/bin", "/usr/bin", "/bin"}
+	if goBin, err := exec.LookPath("go"); err == nil {
+		if real, err := filepath.EvalSymlinks(goBin); err == nil {
+			dirs = append([]string{filepath.Dir(real)}, dirs...)
+		}
+	}
+	return strings.Join(dirs, ":")
+}
+
+// apply makes a command run as the learner, in a learner's environment: a
+// login shell's variables, built here rather than filtered from root's.
+func (l *learner) apply(attr *syscall.SysProcAttr) []string {
 	attr.Credential = &syscall.Credential{Uid: l.uid, Gid: l.gid}
-	var out []string
-	for _, kv := range env {
-		switch k, _, _ := cutEq(kv); k {
-		case "HOME", "USER", "LOGNAME", "GOCACHE", "GOMODCACHE", "GOPATH", "XDG_CACHE_HOME", "TMPDIR":
-			continue
-		}
-		out = append(out, kv)
+	env := []string{
+		"HOME=" + l.home, "USER=" + l.name, "LOGNAME=" + l.name, "SHELL=/bin/bash",
+		"PATH=" + loginPath(), "TERM=dumb", "GOFLAGS=-buildvcs=false",
 	}
-	return append(out, "HOME="+l.home, "USER="+l.name, "LOGNAME="+l.name)
-}
-
-func cutEq(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
+	for _, k := range passedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
 		}
 	}
-	return kv, "", false
+	return env
 }
 
-// give hands dir (and all in it) to the learner: their clone.
+// give hands dir (and all in it) to the learner: their clone. Children
+// before their folder, the folder above dir last, and never through a
+// symlink (Lchown): until the top is theirs the learner cannot reach the
+// tree, and once a folder is theirs nothing below it is left to change, so
+// no rename or symlink of theirs can point a chown elsewhere.
 func (l *learner) give(dir string) error {
-	if err := os.Chown(filepath.Dir(dir), int(l.uid), int(l.gid)); err != nil {
+	paths, err := chownOrder(dir)
+	if err != nil {
 		return err
 	}
-	return filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	for _, p := range paths {
+		if err := os.Lchown(p, int(l.uid), int(l.gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chownOrder is every path in dir, each after everything in it, then the
+// folder above dir.
+func chownOrder(dir string) ([]string, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, int(l.uid), int(l.gid))
+		paths = append(paths, p)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	// WalkDir lists a folder before what is in it: backwards, after
+	slices.Reverse(paths)
+	return append(paths, filepath.Dir(dir)), nil
 }
 
-// linkOrCopy puts src at dst: a hard link where it can (the same file
-// system), else a copy; either way a file the learner can run but not
-// change.
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
+// copyFile copies src to a new file dst with src's permissions.
+func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

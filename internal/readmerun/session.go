@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/testenv"
 )
 
@@ -32,6 +33,7 @@ type Session struct {
 	envFile  string
 	sessions []*background // backgrounds that live until Close
 	learner  *learner      // who types the commands (nil: this process's user)
+	sudoErr  error         // nil: not tried yet; errSudoWorks: it works
 }
 
 // Shown is how the READMEs write the path of the learner's checkout.
@@ -40,11 +42,12 @@ const Shown = "/path/to/kubelet-labs"
 // NewSession copies the repository at root (its files as git sees them,
 // uncommitted ones included; no .labs) into a short temporary folder — the
 // mock's sockets live under .labs/ and a socket path must stay under 108
-// bytes — and seeds the copy's .labs/bin with links to the built binaries
+// bytes — and seeds the copy's .labs/bin with copies of the built binaries
 // in binDir (lab 00's README says the first start builds them; the runner
 // does not spend 8 minutes proving it again). The containerd of labs 11+ is
-// root's, started with `sudo scripts/containerd-up.sh` (which the runner
-// cannot type) in root's tree, where the labs find it from any checkout.
+// root's, started with `sudo scripts/containerd-up.sh` in root's tree, where
+// the labs find it from any checkout; the runner types that command too,
+// through real sudo, as the learner.
 func NewSession(tb testing.TB, root, binDir string) *Session {
 	tb.Helper()
 	for _, d := range sweepStaleSessions(os.TempDir()) {
@@ -76,7 +79,9 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), ".lock") {
 			continue // containerd's build folder, locks
 		}
-		if err := linkOrCopy(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
+		// a copy, not a hard link: the copy becomes the learner's, and a
+		// link would hand them the file root runs next from binDir
+		if err := copyFile(filepath.Join(binDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -122,7 +127,8 @@ func (s *Session) command(script string) *exec.Cmd {
 	}
 	env = append(env, "GOFLAGS=-buildvcs=false")
 	if s.learner != nil {
-		env = s.learner.apply(cmd.SysProcAttr, env)
+		// the learner's own terminal: a login environment, nothing of root's
+		env = s.learner.apply(cmd.SysProcAttr)
 	}
 	cmd.Env = env
 	return cmd
@@ -181,6 +187,9 @@ func (s *Session) Close(t *testing.T) {
 
 func (s *Session) runBlock(t *testing.T, b Block, timeout time.Duration) {
 	t.Helper()
+	if typesSudo(b.Script) {
+		s.requireSudo(t, b)
+	}
 	cmd := s.command(s.script(b.Script, b.Exit == 0))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -311,3 +320,34 @@ func indent(out string) string {
 	}
 	return "\n    " + strings.ReplaceAll(strings.TrimRight(out, "\n"), "\n", "\n    ")
 }
+
+// typesSudo tells whether a block runs a command with sudo.
+func typesSudo(script string) bool {
+	for _, line := range strings.Split(script, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "sudo ") {
+			return true
+		}
+	}
+	return false
+}
+
+// requireSudo: a block that types sudo runs it for real, as the learner,
+// through the machine's sudo and its sudoers (secure_path and all), as a
+// learner's terminal would. Where that user cannot sudo without a password
+// prompt (nobody here to type it), the block cannot run: the README skips
+// from there on, and under CI=true fails (CI puts its learner in sudoers).
+func (s *Session) requireSudo(t *testing.T, b Block) {
+	t.Helper()
+	if s.sudoErr == nil {
+		out, err := s.command("sudo -n true").CombinedOutput()
+		s.sudoErr = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		if err == nil {
+			s.sudoErr = errSudoWorks
+		}
+	}
+	if s.sudoErr != errSudoWorks {
+		critest.Require(t, false, "line %d types sudo, and this user cannot sudo without a password here (sudo -n true: %v)", b.Line, s.sudoErr)
+	}
+}
+
+var errSudoWorks = errors.New("sudo works")
