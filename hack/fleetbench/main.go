@@ -80,7 +80,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for each step (nodes Ready, pods Running, pods gone)")
 	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-18/result.txt in the state folder)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of a private control plane started for the run (its other pods and nodes then share the apiserver)")
-	fs.StringVar(&o.fleetFlags, "fleet-flags", "", "more flags for the fleet, space-separated (e.g. \"--relist-period=2s --pprof-addr=127.0.0.1:6060\")")
+	fs.StringVar(&o.fleetFlags, "fleet-flags", "", "more flags for the fleet, space-separated (e.g. \"--relist-period=2s --pprof-addr=127.0.0.1:6060\"; the profiler's URL, with its secret path, is in the tool's log, bench-18/fleet.log or fleet-shared.log in the state folder)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of every tool; each round runs them in another order (kwok,fleet; fleet,kwok; ...), and the table shows the median of the rounds with the lowest and highest")
 	fs.Float64Var(&o.maxLoad, "max-load", 1, "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each tool")
 	fs.BoolVar(&o.allowBusy, "allow-busy", false, "run on a busy machine anyway; the table then says so at its top")

@@ -11,11 +11,14 @@
 // the network, no build step.
 //
 // Who may look: the server listens on loopback unless told otherwise, and
-// every request needs the token of the URL it printed (kept in a cookie
-// after the first visit), so another user of the machine who finds the
-// port sees nothing. Off loopback it serves TLS with a certificate made at
-// start, whose fingerprint it prints. A browser cannot be handed a client
-// certificate the way kubectl is (the node server's way); the printed URL
-// is the credential instead, as for Jupyter or the Go pprof UI behind a
-// token.
+// every request for the node's entries needs the token of the URL it
+// printed, so another user of the machine who finds the port sees an empty
+// page. The page keeps the token in sessionStorage (its origin's alone)
+// and sends it as a query parameter, never in a cookie: a browser sends a
+// cookie of 127.0.0.1 to every port of 127.0.0.1, so any process
+// listening on another port the learner visits would receive it (guard.go).
+// Off loopback it serves TLS with a certificate made at start, whose
+// fingerprint it prints. A browser cannot be handed a client certificate
+// the way kubectl is (the node server's way); the printed URL is the
+// credential instead, as for Jupyter or the Go pprof UI behind a token.
 package liveview

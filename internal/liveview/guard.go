@@ -9,16 +9,41 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// cookieName keeps the token after the first visit, so the page, its
-// event stream and its downloads need no token in their URLs.
-const cookieName = "kubelet_labs_view"
+// The token travels in the URL, never in a cookie. Cookies ignore ports
+// (RFC 6265 section 8.5): a cookie set by 127.0.0.1:PORT goes with every
+// request the browser makes to 127.0.0.1 on any port, to whatever process
+// of whichever user listens there — a dev server, another user's program
+// the learner is lured to — which could replay it here. No cookie name or
+// value helps: whoever receives a cookie that opens the view can send it
+// to the view. So the printed URL carries the token (?token=), the page
+// keeps it in sessionStorage, which is scoped to its origin (scheme, host
+// and port), and passes it as a query parameter on each request for the
+// node's data — EventSource cannot set a header, so a query parameter it
+// is. The page itself (static/) is the course's own files, served to
+// anyone who names this server: it holds nothing of the node.
+
+// publicFiles are the paths of the page's static files, which need no
+// token; every other path (the event stream, the download, any added
+// later) does.
+var publicFiles = func() map[string]bool {
+	files := map[string]bool{"/": true}
+	_ = fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files[strings.TrimPrefix(p, "static")] = true
+		}
+		return nil
+	})
+	return files
+}()
 
 func newToken() (string, error) {
 	b := make([]byte, 24)
@@ -28,11 +53,13 @@ func newToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// guard lets through only requests that carry the token (in the URL once,
-// then in the cookie it sets) and name this server in their Host header —
-// a page of another site that makes its name resolve to 127.0.0.1 (DNS
-// rebinding) sends its own name, and is refused. Every answer forbids
-// scripts, styles and connections from anywhere else.
+// guard lets through only requests that name this server in their Host
+// header — a page of another site that makes its name resolve to 127.0.0.1
+// (DNS rebinding) sends its own name, and is refused — and, but for the
+// page's static files, carry the token as the query parameter "token". A
+// wrong token is refused on any path, so an old URL says why it fails.
+// Every answer forbids scripts, styles and connections from anywhere
+// else, and sends no Referer onwards (the page's URL has the token).
 func (s *Server) guard(next http.Handler) http.Handler {
 	port := s.ln.Addr().(*net.TCPAddr).Port
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,21 +72,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "live view: unknown Host "+r.Host+"; open the URL the lab printed", http.StatusMisdirectedRequest)
 			return
 		}
-		if t := r.URL.Query().Get("token"); t != "" {
-			if !s.tokenOK(t) {
-				http.Error(w, "live view: wrong token; open the URL the lab printed (a new run prints a new one)", http.StatusUnauthorized)
-				return
-			}
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-			// the same page without the token in the address bar
-			q := r.URL.Query()
-			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		t, given := r.URL.Query()["token"]
+		switch {
+		case given && (len(t) != 1 || !s.tokenOK(t[0])):
+			http.Error(w, "live view: wrong token; open the URL the lab printed (a new run prints a new one)", http.StatusUnauthorized)
 			return
-		}
-		if c, err := r.Cookie(cookieName); err != nil || !s.tokenOK(c.Value) {
+		case !given && !publicFiles[r.URL.Path]:
 			http.Error(w, "live view: open the URL the lab printed (it carries a token)", http.StatusUnauthorized)
 			return
 		}

@@ -2,6 +2,7 @@ package liveview
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +34,21 @@ func start(t *testing.T, o Options) *Server {
 	return s
 }
 
-// browser is a client that keeps cookies, as a browser does, and does
-// not follow redirects on its own.
+// browser is a client that keeps cookies, as a browser does — by host,
+// whatever the port (RFC 6265 section 8.5; net/http/cookiejar too) — and
+// does not follow redirects on its own.
 func browser() *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func get(t *testing.T, c *http.Client, u string, header ...string) (int, string) {
+	t.Helper()
+	code, body, _ := getResp(t, c, u, header...)
+	return code, body
+}
+
+func getResp(t *testing.T, c *http.Client, u string, header ...string) (int, string, http.Header) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	for i := 0; i+1 < len(header); i += 2 {
@@ -54,42 +64,127 @@ func get(t *testing.T, c *http.Client, u string, header ...string) (int, string)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
 
-func TestOnlyTheTokenOfThePrintedURLOpensThePage(t *testing.T) {
-	s := start(t, Options{Journal: journal.New(journal.Options{Node: "n1"})})
+// status is the status code of a GET, read without the body (the event
+// stream's does not end).
+func status(t *testing.T, c *http.Client, u string, header ...string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// printed splits the printed URL into the server's base URL and its token.
+func printed(t *testing.T, s *Server) (base, token string) {
+	t.Helper()
+	u, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Scheme + "://" + u.Host, u.Query().Get("token")
+}
+
+func TestOnlyTheTokenOfThePrintedURLOpensTheNodesData(t *testing.T) {
+	s := start(t, Options{Journal: journal.New(journal.Options{Node: "private-node"}), Title: "lab X · node private-node"})
 	u, _ := url.Parse(s.URL())
-	base := u.Scheme + "://" + u.Host
-	if u.Scheme != "http" || !strings.HasPrefix(u.Host, "127.0.0.1:") || len(u.Query().Get("token")) != 32 {
+	base, token := printed(t, s)
+	if u.Scheme != "http" || !strings.HasPrefix(u.Host, "127.0.0.1:") || len(token) != 32 {
 		t.Fatalf("URL %s: want http on loopback with a 32-character token", s.URL())
 	}
 	stranger := browser()
-	if code, _ := get(t, stranger, base+"/"); code != http.StatusUnauthorized {
-		t.Errorf("without the token: %d, want 401", code)
+	// the page is the course's own static files: it shows nothing of the node
+	if code, page := get(t, stranger, base+"/"); code != http.StatusOK || strings.Contains(page, "private-node") {
+		t.Errorf("the page without the token: %d %.80q, want 200 and nothing of the node", code, page)
 	}
-	if code, _ := get(t, stranger, base+"/events"); code != http.StatusUnauthorized {
-		t.Errorf("the event stream without the token: %d, want 401", code)
+	for _, path := range []string{"/events", "/trace.json", "/anything-else"} {
+		if code, _ := get(t, stranger, base+path); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", path, code)
+		}
 	}
-	if code, _ := get(t, stranger, base+"/?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); code != http.StatusUnauthorized {
-		t.Errorf("with a wrong token: %d, want 401", code)
+	for _, path := range []string{"/", "/events", "/view.js"} {
+		if code, body := get(t, stranger, base+path+"?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); code != http.StatusUnauthorized || !strings.Contains(body, "wrong token") {
+			t.Errorf("%s with a wrong token: %d %q, want 401 saying so", path, code, body)
+		}
 	}
 	learner := browser()
-	code, _ := get(t, learner, s.URL())
-	if code != http.StatusSeeOther {
-		t.Fatalf("with the token: %d, want 303 to the page without it", code)
-	}
-	code, page := get(t, learner, base+"/")
+	code, page, header := getResp(t, learner, s.URL())
 	if code != http.StatusOK || !strings.Contains(page, "live view") {
-		t.Errorf("the page after the redirect: %d %.80q", code, page)
+		t.Errorf("the printed URL: %d %.80q, want the page", code, page)
+	}
+	if c := header.Values("Set-Cookie"); len(c) != 0 {
+		t.Errorf("the view sets cookies %q: a cookie of 127.0.0.1 goes to every port of it", c)
+	}
+	if code := status(t, learner, base+"/events?token="+token); code != http.StatusOK {
+		t.Errorf("the event stream with the token: %d, want 200", code)
 	}
 	// DNS rebinding: another site's name resolved to 127.0.0.1 carries
-	// its own Host, even with the cookie.
-	if code, _ := get(t, learner, base+"/", "Host", "evil.example:"+u.Port()); code != http.StatusMisdirectedRequest {
+	// its own Host, even with the token.
+	if code, _ := get(t, learner, s.URL(), "Host", "evil.example:"+u.Port()); code != http.StatusMisdirectedRequest {
 		t.Errorf("a foreign Host: %d, want 421", code)
 	}
-	if code, _ := get(t, browser(), "http://localhost:"+u.Port()+"/?"+u.RawQuery); code != http.StatusSeeOther {
-		t.Errorf("the printed URL with localhost for 127.0.0.1: %d, want 303", code)
+	if code, _ := get(t, browser(), "http://localhost:"+u.Port()+"/?"+u.RawQuery); code != http.StatusOK {
+		t.Errorf("the printed URL with localhost for 127.0.0.1: %d, want 200", code)
+	}
+}
+
+// TestAnotherPortOfThisMachineGetsNothingThatOpensTheView: the learner's
+// browser opens the printed URL and uses the view as the page does (its
+// stream, its download); then it visits another server on 127.0.0.1 — any
+// process of any user may listen there. That server replays everything
+// the browser sent it to the view, and is refused: cookies ignore ports,
+// so a token kept in a cookie would have gone to it.
+func TestAnotherPortOfThisMachineGetsNothingThatOpensTheView(t *testing.T) {
+	s := start(t, Options{Journal: journal.New(journal.Options{Node: "n1"})})
+	base, token := printed(t, s)
+	learner := browser()
+	get(t, learner, s.URL())
+	for _, path := range []string{"/events", "/trace.json"} {
+		if code := status(t, learner, base+path+"?token="+token); code != http.StatusOK {
+			t.Errorf("the learner's %s: %d, want 200", path, code)
+		}
+	}
+
+	var mu sync.Mutex
+	var sent *http.Request
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = r.Clone(context.Background())
+	}))
+	defer other.Close()
+	if !strings.HasPrefix(other.URL, "http://127.0.0.1:") {
+		t.Fatalf("the other server is at %s, not on 127.0.0.1", other.URL)
+	}
+	get(t, learner, other.URL+"/")
+	mu.Lock()
+	defer mu.Unlock()
+	if sent == nil {
+		t.Fatal("the other server got no request")
+	}
+	for name, values := range sent.Header {
+		if strings.Contains(strings.Join(values, " "), token) {
+			t.Errorf("the browser sent the view's token to another port of 127.0.0.1 (%s: %s)", name, values)
+		}
+	}
+	// replay: the cookies as they came, and each value as a token
+	for _, path := range []string{"/events", "/trace.json"} {
+		if code := status(t, browser(), base+path, "Cookie", sent.Header.Get("Cookie")); code != http.StatusUnauthorized {
+			t.Errorf("%s with the cookies another port received (%q): %d, want 401", path, sent.Header.Get("Cookie"), code)
+		}
+		for _, c := range sent.Cookies() {
+			if code := status(t, browser(), base+path+"?token="+url.QueryEscape(c.Value)); code != http.StatusUnauthorized {
+				t.Errorf("%s with the value of cookie %s another port received: %d, want 401", path, c.Name, code)
+			}
+		}
 	}
 }
 
@@ -130,10 +225,8 @@ func TestTheStreamSendsTheBacklogThenEachEntryThenTheEnd(t *testing.T) {
 	j := journal.New(journal.Options{Node: "n1"})
 	j.Printf(journal.Other, "before")
 	s := start(t, Options{Journal: j, Title: "lab X"})
-	c := browser()
-	get(t, c, s.URL())
-	u, _ := url.Parse(s.URL())
-	next, stop := sse(t, c, u.Scheme+"://"+u.Host+"/events")
+	base, token := printed(t, s)
+	next, stop := sse(t, browser(), base+"/events?token="+token)
 	defer stop()
 	if ev, data := next(); ev != "hello" || !strings.Contains(data, `"title":"lab X"`) || !strings.Contains(data, `"node":"n1"`) {
 		t.Errorf("first event %s %s, want hello with the title and node", ev, data)
@@ -155,10 +248,8 @@ func TestTheSessionDownloadsAsAChromeTrace(t *testing.T) {
 	j := journal.New(journal.Options{Node: "n1"})
 	j.Say(journal.Entry{Kind: journal.Config, Pod: "default/web", Call: "ADD"}, "config  ADD default/web")
 	s := start(t, Options{Journal: j})
-	c := browser()
-	get(t, c, s.URL())
-	u, _ := url.Parse(s.URL())
-	code, body := get(t, c, u.Scheme+"://"+u.Host+"/trace.json")
+	base, token := printed(t, s)
+	code, body := get(t, browser(), base+"/trace.json?token="+token)
 	if code != http.StatusOK {
 		t.Fatalf("trace.json: %d", code)
 	}
@@ -184,16 +275,12 @@ func TestOffLoopbackItServesTLSWithTheFingerprintItPrints(t *testing.T) {
 		t.Fatalf("the printed fingerprint %s is not the certificate's", s.Fingerprint())
 	}
 	c := trustingOnly(s)
-	resp, err := c.Get(s.URL())
-	if err != nil {
-		t.Fatal(err)
+	if code, _ := get(t, c, s.URL()); code != http.StatusOK || u.Hostname() != ip {
+		t.Errorf("over TLS with the token: %d, want 200; the URL's host is %s, want %s", code, u.Hostname(), ip)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("over TLS with the token: %d, want 303", resp.StatusCode)
-	}
-	if !strings.Contains(resp.Header.Get("Set-Cookie"), "Secure") || u.Hostname() != ip {
-		t.Errorf("over TLS the cookie is not Secure (%q), or the URL's host is not %s", resp.Header.Get("Set-Cookie"), ip)
+	base, token := printed(t, s)
+	if code, _ := get(t, c, base+"/trace.json?token="+token); code != http.StatusOK {
+		t.Errorf("the download over TLS with the token: %d, want 200", code)
 	}
 }
 
@@ -213,8 +300,8 @@ func TestOnEveryAddressTheURLNamesOneTheRoomCanReach(t *testing.T) {
 		t.Fatal(err) // the certificate covers the address the URL names
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("the printed URL: %d, want 303", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the printed URL: %d, want 200", resp.StatusCode)
 	}
 }
 

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubelet-labs/internal/browsertest"
@@ -29,7 +31,9 @@ import (
 // container's start, its readiness probe and a Running, ready status;
 // deleted, it goes terminating → terminated → finished on the state
 // machine; the crash pod shows its back-off counting down. The session
-// saved as a Chrome trace loads back into the page. Any JavaScript error
+// saved as a Chrome trace loads back into the page. The token stays with
+// the view: another port of 127.0.0.1 the browser visits gets nothing
+// that opens it (anotherPortGetsNoToken). Any JavaScript error
 // fails the test; the screenshots go to browsertest.OutputDir.
 func TestLiveViewInABrowser(t *testing.T) {
 	testenv.NoLeaks(t)
@@ -55,6 +59,12 @@ func TestLiveViewInABrowser(t *testing.T) {
 	page := browsertest.Open(t, url)
 	lanes := `[...document.querySelectorAll('.lane')].map(l => l.dataset.pod + ': ' + l.querySelector('.name small').textContent + ' | ' + [...l.querySelectorAll('.chip')].map(c => c.textContent).join(' · ')).join('\n') + '\nconn: ' + document.getElementById('conn').textContent`
 	page.WaitFor(t, "that it is live", `document.getElementById('conn').textContent === 'live'`, lanes, 30*time.Second)
+	base, token, _ := strings.Cut(url, "/?token=")
+	if at := page.Text(t, `location.href`); at != base+"/" {
+		t.Errorf("the address bar shows %s, want %s/ (the token out of sight)", at, base)
+	}
+	anotherPortGetsNoToken(t, page, base, token)
+	page.WaitFor(t, "that it is live again, back from another page", `document.getElementById('conn').textContent === 'live'`, lanes, 30*time.Second)
 
 	// A pod: its lane shows each step of its start.
 	c := testenv.AdminClient(t)
@@ -120,7 +130,7 @@ func TestLiveViewInABrowser(t *testing.T) {
 	page.WaitFor(t, "web finished on the state machine", inState("finished", web), lanes, time.Minute)
 
 	// Save the session (the page's Save link) and load it back.
-	trace := download(t, url, "/trace.json")
+	trace := download(t, page.Text(t, `document.getElementById('save').href`))
 	entries, err := journal.ReadChromeTrace(trace)
 	if err != nil {
 		t.Fatal(err)
@@ -138,24 +148,61 @@ func TestLiveViewInABrowser(t *testing.T) {
 	page.NoErrors(t)
 }
 
-// download GETs path from the view as a browser that opened url does.
-func download(t *testing.T, url, path string) []byte {
+// download GETs the page's Save link, as the learner's click does.
+func download(t *testing.T, link string) []byte {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := hc.Get(url) // sets the cookie, redirects to /
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	resp, err = hc.Get(resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + path)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %v\n%s", path, resp.Status, err, data)
+		t.Fatalf("GET %s: %s %v\n%s", link, resp.Status, err, data)
 	}
 	return data
+}
+
+// anotherPortGetsNoToken: the browser that shows the view visits another
+// server on 127.0.0.1 — any process of any user may listen there, and a
+// browser sends it every cookie of 127.0.0.1, whatever their port. That
+// server replays what it received to the view and is refused. Then the
+// browser goes back to the view (its address no longer has the token).
+func anotherPortGetsNoToken(t *testing.T, page *browsertest.Page, view, token string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if got == nil {
+			got = r.Header.Clone()
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>another server</title><link rel="icon" href="data:,">`)
+	}))
+	defer other.Close()
+	page.Do(t, chromedp.Navigate(other.URL+"/"))
+	mu.Lock()
+	defer mu.Unlock()
+	if got == nil {
+		t.Fatal("the other server got no request from the browser")
+	}
+	for name, values := range got {
+		if strings.Contains(strings.Join(values, " "), token) {
+			t.Errorf("the browser sent the view's token to another port of 127.0.0.1 (%s: %s)", name, values)
+		}
+	}
+	req, _ := http.NewRequest("GET", view+"/trace.json", nil)
+	req.Header.Set("Cookie", got.Get("Cookie"))
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the view's download with the cookies another port received (%q): %s, want 401", got.Get("Cookie"), resp.Status)
+	}
+	page.Do(t, chromedp.NavigateBack())
 }

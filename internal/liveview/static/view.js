@@ -6,6 +6,26 @@ const maxSteps = 300;          // steps kept per lane
 const maxRelists = 120;        // relists in the chart
 const $ = (id) => document.getElementById(id);
 
+// The token of the printed URL (?token=). It is kept in sessionStorage,
+// which belongs to this origin — port included — and never in a cookie,
+// which the browser would send to every port of 127.0.0.1 (see guard.go).
+// It leaves the address bar (a projector shows it); a reload finds it in
+// sessionStorage. Each request for the node's data carries it as a query
+// parameter: EventSource cannot set a header.
+const token = (() => {
+  const q = new URLSearchParams(location.search);
+  const t = q.get("token");
+  try {
+    if (t === null) return sessionStorage.getItem("token") || "";
+    sessionStorage.setItem("token", t);
+  } catch (e) { /* storage off: this load works, a reload does not */ }
+  q.delete("token");
+  const rest = q.toString();
+  history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
+  return t;
+})();
+const withToken = (path) => path + "?token=" + encodeURIComponent(token);
+
 const view = {
   lanes: new Map(),    // pod -> lane
   relists: [],         // {at, took, threshold}
@@ -276,7 +296,9 @@ function conn(text, cls) {
 
 let source = null;
 function connect() {
-  source = new EventSource("events");
+  if (!token) { conn("no token: open the URL the lab printed", "ended"); return; }
+  $("save").href = withToken("trace.json");
+  source = new EventSource(withToken("events"));
   source.addEventListener("hello", (m) => {
     const h = JSON.parse(m.data);
     if (h.title) { $("title").textContent = h.title; document.title = h.title + " · live view"; }
@@ -287,7 +309,12 @@ function connect() {
   source.addEventListener("entry", (m) => receive(JSON.parse(m.data)));
   source.addEventListener("dropped", (m) => conn("live (the page fell behind: " + m.data + " steps not shown)", "live"));
   source.addEventListener("end", () => { conn("ended: the node stopped", "ended"); source.close(); });
-  source.onerror = () => { if (source.readyState !== EventSource.CLOSED) conn("reconnecting…", "lost"); };
+  // CLOSED: the view answered, but not with the stream (a wrong token);
+  // otherwise the connection broke and EventSource tries again
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) conn("refused: open the URL the lab printed (a new run prints a new one)", "ended");
+    else conn("reconnecting…", "lost");
+  };
 }
 
 // fleetLayout shows the grid of nodes instead of one node's pods.

@@ -8,6 +8,9 @@ package fleetmode
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -131,12 +134,12 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 		defer debug.SetMemoryLimit(old)
 	}
 	if o.pprofAddr != "" {
-		stopProfiler, err := serveProfiler(o.pprofAddr)
+		url, stopProfiler, err := serveProfiler(o.pprofAddr)
 		if err != nil {
 			return err
 		}
 		defer stopProfiler()
-		out.Printf("profiler on http://%s/debug/pprof/ (go tool pprof http://%s/debug/pprof/heap)", o.pprofAddr, o.pprofAddr)
+		out.Printf("profiler on %s (go tool pprof %sheap; the path is its password)", url, url)
 	}
 	cfg, err := labenv.RESTConfig(ctx, o.Kubeconfig)
 	if err != nil {
@@ -317,27 +320,62 @@ func (o Options) gcSettings() (gcPercent int, memLimit int64, why string, err er
 	return gcPercent, memLimit, why, nil
 }
 
-// serveProfiler serves net/http/pprof on a loopback address only: a
-// profile shows what the process does, and nothing here authenticates.
-func serveProfiler(addr string) (stop func(), err error) {
+// serveProfiler serves net/http/pprof on a loopback address, under a
+// secret path: http://127.0.0.1:PORT/SECRET/debug/pprof/ is the URL it
+// returns. A heap profile holds what the process holds (tokens, keys,
+// pods), and loopback is every local user's: the secret is the
+// authentication. It is a path prefix, not a ?token= or a bearer header,
+// because that is what works with `go tool pprof URL` unchanged: the tool
+// takes a URL but sets no header, and for the symbol table it asks
+// path/../symbol with the query dropped (google/pprof, vendored in Go's
+// cmd/vendor: internal/symbolz/symbolz.go:86-99), which keeps a path
+// prefix. The Host header
+// must name this server (127.0.0.1, localhost or [::1] with its port): a
+// web page whose name resolves to 127.0.0.1 (DNS rebinding) is refused
+// even if it learned the path.
+func serveProfiler(addr string) (url string, stop func(), err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
+		return "", nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--pprof-addr %q: only a loopback address (127.0.0.1:PORT): the profiler has no authentication", addr)
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return "", nil, fmt.Errorf("--pprof-addr %q: only a loopback address (127.0.0.1:PORT): anyone who can reach the profiler can read the process's memory", addr)
 	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	secret := base64.RawURLEncoding.EncodeToString(b)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--pprof-addr: %w", err)
+		return "", nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	hosts := map[string]bool{}
+	for _, h := range []string{ip.String(), "127.0.0.1", "localhost", "::1"} {
+		hosts[net.JoinHostPort(h, port)] = true
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	profiles := http.StripPrefix("/"+secret, mux)
+	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hosts[r.Host] {
+			http.Error(w, "profiler: unknown Host "+r.Host+"; use the URL the fleet printed", http.StatusMisdirectedRequest)
+			return
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if subtle.ConstantTimeCompare([]byte(first), []byte(secret)) != 1 {
+			http.Error(w, "profiler: use the URL the fleet printed (its path starts with a secret)", http.StatusForbidden)
+			return
+		}
+		profiles.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
-	return func() { _ = srv.Close() }, nil
+	return "http://" + net.JoinHostPort(ip.String(), port) + "/" + secret + "/debug/pprof/", func() { _ = srv.Close() }, nil
 }
 
 // quietOnStop returns ctx carrying a logger that drops everything once
