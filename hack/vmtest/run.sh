@@ -23,8 +23,9 @@
 #     `sudo scripts/containerd-down.sh`, which checks it left nothing
 #  7. limactl stop, limactl delete, and nothing of the VM left
 #
-# Knobs (environment): VMTEST_DIR (work folder, /var/tmp/vmtest),
-# VMTEST_USER (learner), VMTEST_CPUS (2), VMTEST_MEMORY (GiB, 4),
+# Knobs (environment): VMTEST_DIR (work folder, /var/lib/kubelet-labs-vmtest;
+# root runs what it builds there, so it must be root's all the way up: see
+# make_work_dir), VMTEST_USER (learner), VMTEST_CPUS (2), VMTEST_MEMORY (GiB, 4),
 # VMTEST_LABS (01,02,03,04,05,11,12), VMTEST_LABS_BIN (control plane binaries
 # built on the host to copy into the VM's state folder; default: built here
 # with `go run ./labs/00-cluster --build-only`), VMTEST_KVM=1 (use KVM as
@@ -34,20 +35,81 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-work="${VMTEST_DIR:-/var/tmp/vmtest}"
+work="${VMTEST_DIR:-/var/lib/kubelet-labs-vmtest}"
 user="${VMTEST_USER:-learner}"
 labs="${VMTEST_LABS:-01,02,03,04,05,11,12}"
 name=vmtest
 cd "${repo}"
 
+# check_root_owned and die, the containerd scripts' own. Sourcing also sets
+# PATH to the system's folders only; this script builds with the go of the
+# PATH it was started with, as before.
+path="${PATH}"
+# shellcheck source=scripts/containerd/lib.sh
+source scripts/containerd/lib.sh
+PATH="${path}"
+
 [ "$(id -u)" = 0 ] || { echo "vm-test: run as root (it installs packages and builds the image); the VM itself runs as ${user}" >&2; exit 1; }
+
+# make_work_dir DIR: the work folder, checked before anything runs. Root
+# runs limactl and kind from it and writes the image and the seed there: a
+# folder another user owns or can write, one under such a folder, or a
+# symbolic link would let them swap those for their own and have root run
+# them (the old default, /var/tmp/vmtest, anyone could make first).
+# check_root_owned refuses all three (a sticky folder above, like /var/tmp,
+# passes: no one else can rename or remove root's folder in it); a missing
+# folder is made with mkdir, which fails if someone made it meanwhile
+# (install -d would instead take their folder over, with what they put in
+# it). A folder that exists must be one this script made (the marker) or
+# empty: VMTEST_DIR=/home would otherwise have root run
+# /home/lima/bin/limactl. 0755, and umask 022 for all root makes in it: the
+# VM's user reads and runs limactl, the guest agent and the seed, and
+# writes nothing here (its LIMA_HOME is in its home).
+work_marker=.kubelet-labs-vmtest
+umask 022
+make_work_dir() { # DIR
+	local why
+	why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
+	if [ ! -e "$1" ]; then
+		# the folders above, then the checks again: mkdir -p takes
+		# folders that exist as they are, whoever made them
+		mkdir -p -- "$(dirname -- "$1")"
+		why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
+		mkdir -m 0755 -- "$1" || die "VMTEST_DIR=$1: could not make it (did someone else just make it?)"
+	fi
+	why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
+	[ -d "$1" ] || die "VMTEST_DIR=$1 is not a folder"
+	if [ ! -f "$1/${work_marker}" ]; then
+		[ -z "$(find "$1" -mindepth 1 -maxdepth 1 -print -quit)" ] ||
+			die "VMTEST_DIR=$1 is not empty and was not made by hack/vmtest/run.sh (no ${work_marker} in it): name a new or empty folder"
+		echo "the work folder of hack/vmtest/run.sh (make vm-test)" >"$1/${work_marker}"
+	fi
+	chmod 0755 -- "$1"
+}
+make_work_dir "${work}"
+
+# root_made FILE: if FILE is there, it is root's all the way up (root is
+# about to run it). The work folder is root's, so it always is; a check
+# that costs nothing where a mistake would cost root.
+root_made() { # FILE
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		check_root_owned "$1"
+	fi
+}
+
+# user_readable DIR: everything in DIR readable (and folders and programs
+# runnable) by the VM's user. find -P meets symbolic links without
+# following them and skips them, where chmod -R would follow one named on
+# its command line.
+user_readable() { # DIR
+	find -P "$1" ! -type l -exec chmod a+rX -- {} +
+}
+
 [ "$(uname -m)" = x86_64 ] || { echo "vm-test: x86_64 hosts only" >&2; exit 1; }
 id "${user}" >/dev/null 2>&1 || useradd -m -s /bin/bash "${user}"
 home="$(getent passwd "${user}" | cut -d: -f6)"
 lima_home="${home}/.lima-vmtest"
 
-mkdir -p "${work}"
-chmod 0755 "${work}"
 times="${work}/times.txt"
 : >"${times}"
 t_all=${SECONDS}
@@ -74,7 +136,9 @@ cleanup() {
 		lima delete -f "${name}" >/dev/null 2>&1 || true
 	fi
 	if [ -f "${lima_home}/${name}/qemu.pid" ]; then
-		kill "$(cat "${lima_home}/${name}/qemu.pid")" 2>/dev/null || true
+		# as the user: the file is theirs, and root would kill any PID in it
+		# shellcheck disable=SC2016 # $1 is the inner shell's
+		as_user sh -c 'kill "$(cat "$1")"' _ "${lima_home}/${name}/qemu.pid" 2>/dev/null || true
 	fi
 	echo
 	echo "=== vm-test times (also in ${times})"
@@ -105,12 +169,13 @@ GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
 export GOPROXY
 lima_version="$(awk '$1 == "github.com/lima-vm/lima" { print $2 }' hack/envcheck/go.mod)"
 step "2. Lima ${lima_version} from its Go module"
+root_made "${work}/lima/bin/limactl"
 if [ "$("${work}/lima/bin/limactl" --version 2>/dev/null)" != "limactl version ${lima_version#v}" ] ||
 	[ ! -f "${work}/lima/share/lima/lima-guestagent.Linux-x86_64.gz" ]; then
 	src="$(go mod download -json "github.com/lima-vm/lima@${lima_version}" | awk -F'"' '$2 == "Dir" { print $4 }')"
 	rm -rf "${work}/lima-src" "${work}/lima"
 	cp -r "${src}" "${work}/lima-src"
-	chmod -R u+w "${work}/lima-src"
+	find -P "${work}/lima-src" ! -type l -exec chmod u+w -- {} +
 	mkdir -p "${work}/lima/bin" "${work}/lima/share/lima"
 	ldflags="-s -w -X github.com/lima-vm/lima/pkg/version.Version=${lima_version#v}"
 	(cd "${work}/lima-src" && go build -ldflags "${ldflags}" -o "${work}/lima/bin/limactl" ./cmd/limactl)
@@ -118,6 +183,7 @@ if [ "$("${work}/lima/bin/limactl" --version 2>/dev/null)" != "limactl version $
 	gzip -f "${work}/lima/share/lima/lima-guestagent.Linux-x86_64"
 	rm -rf "${work}/lima-src"
 fi
+check_root_owned "${work}/lima/bin/limactl"
 "${work}/lima/bin/limactl" --version
 
 # --- 3 ----------------------------------------------------------------------
@@ -125,6 +191,7 @@ step "3. seed: kind, kubectl, control plane, containerd, Go build cache"
 seed="${work}/seed"
 mkdir -p "${seed}"
 kind_version="$(awk '$1 == "sigs.k8s.io/kind" { print $2 }' hack/envcheck/go.mod)"
+root_made "${seed}/kind"
 if [ "$("${seed}/kind" version 2>/dev/null | awk '{ print $2 }')" != "${kind_version}" ]; then
 	GOBIN="${seed}" GOFLAGS=-mod=mod go install "sigs.k8s.io/kind@${kind_version}"
 fi
@@ -135,9 +202,12 @@ if [ -z "${labs_bin}" ]; then
 fi
 mkdir -p "${work}/labs-bin"
 for b in etcd kube-apiserver kube-controller-manager kubectl kwok crictl .kubernetes-version; do
+	# a link in VMTEST_LABS_BIN would have root copy, and make readable to
+	# all, whatever it points at
+	[ ! -L "${labs_bin}/${b}" ] || die "${labs_bin}/${b} is a symbolic link: VMTEST_LABS_BIN must hold the files themselves"
 	[ -e "${labs_bin}/${b}" ] && cp -p "${labs_bin}/${b}" "${work}/labs-bin/${b}"
 done
-chmod -R a+rX "${work}/labs-bin"
+user_readable "${work}/labs-bin"
 cp -p "${work}/labs-bin/kubectl" "${seed}/kubectl"
 # containerd 2.2 as scripts/build-containerd.sh builds it (here, as root,
 # into root's tree), for the VM's root tree
@@ -145,7 +215,7 @@ scripts/build-containerd.sh
 containerd_bin="$(bash -c 'source scripts/containerd/lib.sh && echo "${CONTAINERD2_BIN_DIR}"')"
 rm -rf "${work}/containerd-bin"
 cp -a "${containerd_bin}" "${work}/containerd-bin"
-chmod -R a+rX "${work}/containerd-bin"
+user_readable "${work}/containerd-bin"
 # The READMEs `go run` the labs. Their dependencies (Kubernetes' client,
 # apimachinery...) take many minutes to compile under TCG: compile them here,
 # with the Go module and build caches at the paths the VM uses
@@ -175,13 +245,19 @@ chmod a+r "${image}"
 # --- 5 ----------------------------------------------------------------------
 step "5. the repository in ${user}'s home, the README runner"
 # vm.yaml mounts the learner's home: the repository goes there, as a
-# learner's clone with this working tree's changes.
+# learner's clone with this working tree's changes. Root makes it in the
+# work folder and the learner unpacks it: root writes nothing in a home
+# whose owner could have put a symbolic link on its way.
 dest="${home}/src/kubelet-labs"
-rm -rf "${dest}"
-mkdir -p "${home}/src"
-git clone -q --no-hardlinks "${repo}" "${dest}"
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "${dest}" -xf -
-chown -R "${user}:" "${home}/src"
+rm -rf "${work}/src" "${work}/src.tar"
+mkdir -p "${work}/src"
+git clone -q --no-hardlinks "${repo}" "${work}/src/kubelet-labs"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "${work}/src/kubelet-labs" -xf -
+tar -C "${work}/src" -cf "${work}/src.tar" kubelet-labs
+rm -rf "${work}/src"
+chmod a+r "${work}/src.tar"
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+as_user bash -c 'set -e; rm -rf "$1/kubelet-labs"; mkdir -p "$1"; tar -C "$1" -xf "$2"' _ "${home}/src" "${work}/src.tar"
 go test -c -o "${work}/readmerun.test" ./internal/readmerun
 chmod a+rx "${work}/readmerun.test"
 
@@ -209,10 +285,12 @@ wait "${gocache_pid}" || { tail -n 20 "${work}/gocache.log" >&2; exit 1; }
 lima copy "${work}/gocaches.tar" "${name}:/tmp/gocaches.tar"
 lima copy "${work}/readmerun.test" "${name}:/tmp/readmerun.test"
 lima copy -r "${work}/labs-bin" "${name}:/tmp/labs-bin"
+# shellcheck disable=SC2016 # for the VM's shell to expand
 in_vm bash -lc 'set -e; sudo tar -C / -xf /tmp/gocaches.tar && sudo chown -R "$(id -u):$(id -g)" '"${work}"' && rm /tmp/gocaches.tar
 mkdir -p "$LABS_STATE_DIR/bin" && touch "$LABS_STATE_DIR/.kubelet-labs-state" && cp -a /tmp/labs-bin/. "$LABS_STATE_DIR/bin/" && rm -rf /tmp/labs-bin
 ls -la "$LABS_STATE_DIR/bin"'
 lima copy -r "${work}/containerd-bin" "${name}:/tmp/containerd-bin"
+# shellcheck disable=SC2016 # for the VM's shell to expand
 in_vm bash -lc 'set -e; v="$(bash -c "source scripts/containerd/lib.sh && echo \${CONTAINERD2_BIN_DIR}")"
 sudo install -d -m 0711 -o root -g root /var/lib/kubelet-labs /var/lib/kubelet-labs/bin
 sudo cp -r /tmp/containerd-bin "$v" && sudo chown -R root:root "$v" && rm -rf /tmp/containerd-bin

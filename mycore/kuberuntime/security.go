@@ -157,6 +157,31 @@ func supplementalGroups(psc *v1.PodSecurityContext) ([]int64, runtimeapi.Supplem
 	return groups, policy, nil
 }
 
+// RuntimeFeatures is the features part of the runtime manager's Status
+// (toKubeRuntimeStatus, helpers.go:261-267): what the runtime's CRI Status
+// says it implements, nil when it says nothing — containerd 1.6 and 1.7,
+// whose CRI predates the field. The kubelet keeps them from each status
+// check (updateRuntimeUp, kubelet.go:3279) and admits a pod with
+// supplementalGroupsPolicy: Strict only if they include it
+// (lifecycle/predicate.go:316-346, via node.status.features,
+// nodestatus/setters.go:431-447): a runtime that does not know the field
+// drops it, and the container would get the image's groups besides the
+// pod's — the Merge the pod refused.
+func (m *Manager) RuntimeFeatures(ctx context.Context) (*kubecontainer.RuntimeFeatures, error) {
+	resp, err := m.cri.Runtime.Status(m.cri.Context(ctx), false)
+	if err != nil {
+		return nil, fmt.Errorf("CRI Status: %w", err)
+	}
+	f := resp.GetFeatures()
+	if f == nil {
+		return nil, nil
+	}
+	return &kubecontainer.RuntimeFeatures{
+		SupplementalGroupsPolicy:  f.SupplementalGroupsPolicy,
+		UserNamespacesHostNetwork: f.UserNamespacesHostNetwork,
+	}, nil
+}
+
 // capabilities is convertToRuntimeCapabilities (security_context.go:139-156).
 // "ALL" and names without CAP_ are the runtime's to expand.
 func capabilities(c *v1.Capabilities) *runtimeapi.Capability {

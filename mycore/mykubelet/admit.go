@@ -2,12 +2,14 @@ package mykubelet
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/kubernetes/pkg/kubelet/sysctl"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
@@ -22,10 +24,11 @@ import (
 // then — unless it is already terminal or being stopped — admitted or
 // rejected, and only an admitted pod goes to its worker. A rejected pod
 // never runs: it is Failed with the reason (rejectPod, kubelet.go:2589).
-// Our admission is the predicate admit handler's OS checks (admitOS) and
-// upstream's sysctl allowlist (newSysctlAdmission); the resource fit, node
-// affinity, host ports and the other handlers (eviction, AppArmor …) are
-// left out.
+// Our admission is, in upstream's order (kubelet.go:1098-1118), the
+// sysctl allowlist (newSysctlAdmission), then the predicate admit
+// handler's OS checks (admitOS) and its supplementalGroupsPolicy check
+// (admitSupplementalGroupsPolicy); the resource fit, node affinity, host
+// ports and the other handlers (eviction, AppArmor …) are left out.
 func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	pods = append([]*v1.Pod(nil), pods...)
 	sort.Sort(sliceutils.PodsByCreationTime(pods))
@@ -38,12 +41,16 @@ func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		if !k.workers.IsPodTerminationRequested(p.UID) && !podutil.IsPodPhaseTerminal(p.Status.Phase) {
+			if r := k.sysctls.Admit(&lifecycle.PodAdmitAttributes{Pod: p}); !r.Admit {
+				k.rejectPod(p, r.Reason, r.Message)
+				continue
+			}
 			if reason, message, ok := admitOS(p, runtime.GOOS); !ok {
 				k.rejectPod(p, reason, message)
 				continue
 			}
-			if r := k.sysctls.Admit(&lifecycle.PodAdmitAttributes{Pod: p}); !r.Admit {
-				k.rejectPod(p, r.Reason, r.Message)
+			if reason, message, ok := k.admitSupplementalGroupsPolicy(ctx, p); !ok {
+				k.rejectPod(p, reason, message)
 				continue
 			}
 		}
@@ -64,6 +71,52 @@ func admitOS(pod *v1.Pod, nodeOS string) (reason, message string, ok bool) {
 		return lifecycle.PodOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS", false
 	}
 	return "", "", true
+}
+
+// admitSupplementalGroupsPolicy is the predicate admit handler's third
+// check (lifecycle/predicate.go:151-158, :316-346; the feature is GA in
+// 1.36, so the check always applies): a pod asking for
+// supplementalGroupsPolicy: Strict is refused unless the runtime says it
+// implements it. A runtime that does not (containerd 1.6, 1.7) ignores the
+// field it does not know and runs the container with the groups of the
+// image's /etc/group merged in — the pod would run without what it asked.
+// Upstream reads the runtime's features from node.status.features, which
+// it fills from the runtime's CRI Status (kubelet.go:3279,
+// nodestatus/setters.go:431-447); our node asks the runtime itself, and
+// only for a pod that wants Strict. When the runtime does not answer, the
+// features of its last answer count, as upstream's cached ones; none yet
+// count as missing, as an unset node.status.features does upstream. The
+// call outlives the end of the loop's context: a kubelet that is
+// stopping must not reject a pod — for good — because its own call was
+// cancelled.
+func (k *Kubelet) admitSupplementalGroupsPolicy(ctx context.Context, pod *v1.Pod) (reason, message string, ok bool) {
+	if !wantsStrictGroups(pod) {
+		return "", "", true
+	}
+	if f, err := k.manager.RuntimeFeatures(context.WithoutCancel(ctx)); err != nil {
+		k.log("admit   %s/%s: CRI Status failed, the runtime's features are its last answer's (%v): %v", pod.Namespace, pod.Name, k.runtimeFeatures, err)
+	} else {
+		k.runtimeFeatures = f
+	}
+	return admitStrictGroups(k.runtimeFeatures)
+}
+
+// wantsStrictGroups: the pod's supplementalGroupsPolicy is Strict (unset
+// is Merge).
+func wantsStrictGroups(pod *v1.Pod) bool {
+	psc := pod.Spec.SecurityContext
+	return psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict
+}
+
+// admitStrictGroups is the verdict for a pod that wants Strict, given
+// the runtime's features (nil: none known), with upstream's reason and
+// message (predicate.go:152-157).
+func admitStrictGroups(f *kubecontainer.RuntimeFeatures) (reason, message string, ok bool) {
+	if f != nil && f.SupplementalGroupsPolicy {
+		return "", "", true
+	}
+	return lifecycle.SupplementalGroupsPolicyNotSupported,
+		fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict), false
 }
 
 // rejectPod is the kubelet's (kubelet.go:2589-2597) without the event:

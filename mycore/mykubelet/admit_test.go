@@ -2,7 +2,9 @@ package mykubelet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mylib/fakecri"
 )
 
 // The pod-level parts of the status a user reads with kubectl get pod -o
@@ -23,7 +26,11 @@ import (
 //     starts once the config map is created;
 //   - a pod with a readiness gate is Ready only once the gate's condition,
 //     patched into its status by someone else, is True;
-//   - a host-network pod's IPs are the node's.
+//   - a host-network pod's IPs are the node's;
+//   - a pod with an unsafe sysctl is rejected (SysctlForbidden), one with
+//     a safe sysctl runs in a sandbox that carries it (crictl inspectp);
+//   - a pod with supplementalGroupsPolicy: Strict runs, as the runtime
+//     (the mock playing containerd 2.x) says it supports it.
 func TestPodAdmissionAndStatus(t *testing.T) {
 	n := startNode(t, "t-admit", Options{})
 	ns := n.namespace(t)
@@ -54,6 +61,16 @@ func TestPodAdmissionAndStatus(t *testing.T) {
 		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
 	})
 	host := newPod("host", func(p *v1.Pod) { p.Spec.HostNetwork = true })
+	unsafeSysctl := newPod("unsafe-sysctl", func(p *v1.Pod) {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}}
+	})
+	safeSysctl := newPod("safe-sysctl", func(p *v1.Pod) {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}}}
+	})
+	strict := newPod("strict-groups", func(p *v1.Pod) {
+		policy := v1.SupplementalGroupsPolicyStrict
+		p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &policy}
+	})
 
 	for _, c := range []struct {
 		pod                   *v1.Pod
@@ -61,6 +78,7 @@ func TestPodAdmissionAndStatus(t *testing.T) {
 	}{
 		{windows, "PodOSNotSupported", "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"},
 		{labelled, "PodOSSelectorNodeLabelDoesNotMatch", "Pod was rejected: Failed to admit pod as the `kubernetes.io/os` label"},
+		{unsafeSysctl, "SysctlForbidden", `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`},
 	} {
 		testenv.PollNil(t, "pod "+c.pod.Name+" Failed", patient, func() error {
 			p, err := n.getPod(ns, c.pod.Name)
@@ -123,10 +141,85 @@ func TestPodAdmissionAndStatus(t *testing.T) {
 		return nil
 	})
 
+	n.runningPod(t, ns, safeSysctl.Name)
+	if got := n.sandboxSysctls(t, string(safeSysctl.UID)); !maps.Equal(got, map[string]string{"kernel.shm_rmid_forced": "1"}) {
+		t.Errorf("safe-sysctl's sandbox has sysctls %v, want kernel.shm_rmid_forced=1 (the pod's, dot-separated)", got)
+	}
+	n.runningPod(t, ns, strict.Name)
+
 	hp := n.runningPod(t, ns, host.Name)
 	if hp.Status.PodIP != "127.0.0.1" || len(hp.Status.PodIPs) != 1 || hp.Status.PodIPs[0].IP != "127.0.0.1" {
 		t.Errorf("host-network pod: podIP %q podIPs %v, want the node's 127.0.0.1", hp.Status.PodIP, hp.Status.PodIPs)
 	}
+}
+
+// On a runtime that does not implement supplementalGroupsPolicy
+// (containerd 1.6: the mock told so), a pod asking for Strict is rejected
+// with upstream's reason and message (lifecycle/predicate.go:151-158) and
+// never reaches the runtime, where the field would be dropped and the
+// image's groups merged in; a pod asking for Merge runs.
+func TestStrictSupplementalGroupsOnARuntimeWithout(t *testing.T) {
+	n := newNode(t, "t-strict16", fakecri.WithSupplementalGroupsPolicy(false))
+	n.start(t, Options{})
+	ns := n.namespace(t)
+	create := func(name string, policy v1.SupplementalGroupsPolicy) *v1.Pod {
+		t.Helper()
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1.PodSpec{NodeName: n.name, SecurityContext: &v1.PodSecurityContext{SupplementalGroupsPolicy: &policy},
+				Containers: []v1.Container{{Name: "main", Image: mockBusyboxImage, Command: []string{"sh", "-c", "echo ready; sleep 3600"}}}},
+		}
+		got, err := n.admin.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	strict := create("strict", v1.SupplementalGroupsPolicyStrict)
+	create("merge", v1.SupplementalGroupsPolicyMerge)
+
+	const reason, message = "SupplementalGroupsPolicyNotSupported", "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node"
+	testenv.PollNil(t, "pod strict Failed", patient, func() error {
+		p, err := n.getPod(ns, strict.Name)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != reason || p.Status.Message != message {
+			return fmt.Errorf("phase %q reason %q message %q, want Failed %s %q", p.Status.Phase, p.Status.Reason, p.Status.Message, reason, message)
+		}
+		return nil
+	})
+	n.runningPod(t, ns, "merge")
+	if sbs, err := n.cri.Pods(context.Background(), map[string]string{"io.kubernetes.pod.uid": string(strict.UID)}); err != nil || len(sbs) > 0 {
+		t.Errorf("rejected pod strict: %d sandbox(es) in the runtime (err %v), want none", len(sbs), err)
+	}
+}
+
+// sandboxSysctls are the sysctls the runtime's sandboxes of the pod with
+// this UID were created with, from their inspect (crictl inspectp's
+// info.config.linux.sysctls, as containerd shows them too).
+func (n *testNode) sandboxSysctls(t *testing.T, uid string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	sbs, err := n.cri.Pods(ctx, map[string]string{"io.kubernetes.pod.uid": uid})
+	if err != nil || len(sbs) == 0 {
+		t.Fatalf("the pod's sandboxes: %d, %v", len(sbs), err)
+	}
+	resp, err := n.cri.Runtime.PodSandboxStatus(n.cri.Context(ctx), sbs[0].Id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Config struct {
+			Linux struct {
+				Sysctls map[string]string `json:"sysctls"`
+			} `json:"linux"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
+		t.Fatalf("inspect of sandbox %s: %v", sbs[0].Id, err)
+	}
+	return info.Config.Linux.Sysctls
 }
 
 // cond is the status of the pod's condition of type c ("" if absent).

@@ -129,7 +129,7 @@ type Options struct {
 type Kubelet struct {
 	// The config handlers (HandlePodAdditions ... HandlePodSyncs) are
 	// podworkers.Handlers': each update into the pod manager, then to the
-	// pod's worker. HandlePodAdditions is ours (admit.go): the OS admission.
+	// pod's worker. HandlePodAdditions is ours (admit.go): the admission.
 	podworkers.Handlers
 
 	o       Options
@@ -169,6 +169,10 @@ type Kubelet struct {
 	// kubelet.go:2797) — and when the last garbage collection ran.
 	sourcesReady bool
 	lastGC       time.Time
+	// runtimeFeatures are the runtime's features as its last CRI Status
+	// that answered gave them (the kubelet's runtimeState.runtimeFeatures,
+	// runtime.go:98): admission falls back on them when Status fails.
+	runtimeFeatures *kubecontainer.RuntimeFeatures
 
 	// The probe results (kubelet.go:687-689): the prober writes them, the
 	// runtime manager reads liveness and startup, the sync loop receives

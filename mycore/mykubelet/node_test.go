@@ -87,9 +87,10 @@ type testNode struct {
 	log       *lines
 }
 
-// newNode joins node name and starts its mock CRI, both until the test
-// ends; at the very end it checks that no goroutine is left.
-func newNode(t *testing.T, name string) *testNode {
+// newNode joins node name and starts its mock CRI (with mock's options
+// besides the course's images), both until the test ends; at the very end
+// it checks that no goroutine is left.
+func newNode(t *testing.T, name string, mock ...fakecri.Option) *testNode {
 	t.Helper()
 	testenv.NoLeaks(t) // first: its check runs after every other cleanup
 	// A short folder: the mock's socket lives in it (108 bytes at most).
@@ -106,12 +107,13 @@ func newNode(t *testing.T, name string) *testNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(j.Stop)
-	mock, err := fakecri.Start(filepath.Join(dir, "cri.sock"), fakecri.WithPauseImage(mockPauseImage), fakecri.WithImages(mockBusyboxImage, mockBusybox2Image))
+	srv, err := fakecri.Start(filepath.Join(dir, "cri.sock"),
+		append([]fakecri.Option{fakecri.WithPauseImage(mockPauseImage), fakecri.WithImages(mockBusyboxImage, mockBusybox2Image)}, mock...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(mock.Stop)
-	crc, err := cri.Dial(ctx, mock.Endpoint())
+	t.Cleanup(srv.Stop)
+	crc, err := cri.Dial(ctx, srv.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}

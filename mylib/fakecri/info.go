@@ -26,7 +26,9 @@ func (r *Runtime) Version(context.Context, *runtimeapi.VersionRequest) (*runtime
 
 // Status reports RuntimeReady and NetworkReady (the kubelet marks the node
 // NotReady if either is false; SetRuntimeCondition flips them), the
-// runtime handlers and, when verbose, a JSON summary crictl info prints.
+// runtime handlers, the runtime's features (the kubelet admits a pod with
+// supplementalGroupsPolicy: Strict only if it reports that one) and, when
+// verbose, a JSON summary crictl info prints.
 func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -43,7 +45,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 	resp := &runtimeapi.StatusResponse{
 		Status:          &runtimeapi.RuntimeStatus{Conditions: conds},
 		RuntimeHandlers: handlers,
-		Features:        &runtimeapi.RuntimeFeatures{},
+		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: r.opts.supplementalGroupsPolicy},
 	}
 	if req.GetVerbose() {
 		running := 0

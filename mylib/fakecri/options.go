@@ -60,6 +60,9 @@ type options struct {
 	observer        func(Call)
 	controlSocket   string // "" = derive from the CRI socket; "-" = none
 	now             func() time.Time
+	// supplementalGroupsPolicy is what Status reports in
+	// features.supplementalGroupsPolicy (WithSupplementalGroupsPolicy).
+	supplementalGroupsPolicy bool
 }
 
 func defaultOptions() options {
@@ -74,6 +77,8 @@ func defaultOptions() options {
 		handlers:      []string{"runc"},
 		streamingAddr: "127.0.0.1:0",
 		now:           time.Now,
+		// As containerd 2.x, which the course runs.
+		supplementalGroupsPolicy: true,
 	}
 }
 
@@ -138,3 +143,13 @@ func WithControlSocket(path string) Option {
 
 // WithClock replaces time.Now (for deterministic timestamps in tests).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithSupplementalGroupsPolicy sets whether Status reports the runtime
+// feature supplementalGroupsPolicy (default true, as containerd 2.x).
+// false is containerd 1.6 and 1.7, whose CRI has no such field: the
+// kubelet then refuses a pod asking for supplementalGroupsPolicy: Strict
+// (SupplementalGroupsPolicyNotSupported) rather than let the runtime drop
+// the field and merge the image's groups in.
+func WithSupplementalGroupsPolicy(supported bool) Option {
+	return func(o *options) { o.supplementalGroupsPolicy = supported }
+}

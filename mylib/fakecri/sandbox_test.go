@@ -53,6 +53,33 @@ func TestSandboxStatusVerboseInfoIsJSON(t *testing.T) {
 	}
 }
 
+// The mock applies no sysctl (it has no kernel namespaces), but what a
+// runtime would apply shows where containerd shows it: crictl inspectp's
+// info.config.linux.sysctls, as the kubelet sent them.
+func TestSandboxInspectShowsItsSysctls(t *testing.T) {
+	r := newRuntime(t)
+	cfg := podConfig("sysctls")
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{Sysctls: map[string]string{"kernel.shm_rmid_forced": "1"}}
+	id := runPod(t, r, cfg)
+	resp, err := r.PodSandboxStatus(tctx(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Config struct {
+			Linux struct {
+				Sysctls map[string]string `json:"sysctls"`
+			} `json:"linux"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil {
+		t.Fatalf("verbose info is not JSON: %v: %q", err, resp.Info["info"])
+	}
+	if got := info.Config.Linux.Sysctls; !maps.Equal(got, map[string]string{"kernel.shm_rmid_forced": "1"}) {
+		t.Errorf("inspectp info.config.linux.sysctls %v, want kernel.shm_rmid_forced=1: %s", got, resp.Info["info"])
+	}
+}
+
 func TestHostNetworkSandboxHasNoIP(t *testing.T) {
 	r := newRuntime(t)
 	cfg := podConfig("host")

@@ -195,6 +195,29 @@ func TestRuntimeInfo(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument, "not-a-cidr")
 }
 
+// Status reports the runtime feature supplementalGroupsPolicy as
+// containerd 2.x does, and not when told to play containerd 1.6 — the
+// kubelet reads it to admit a pod with supplementalGroupsPolicy: Strict.
+func TestStatusFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want bool
+	}{
+		{"default (containerd 2.x)", nil, true},
+		{"WithSupplementalGroupsPolicy(false) (containerd 1.6)", []Option{WithSupplementalGroupsPolicy(false)}, false},
+	} {
+		r := newRuntime(t, tc.opts...)
+		st, err := r.Status(tctx(t), &runtimeapi.StatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.GetFeatures().GetSupplementalGroupsPolicy(); got != tc.want {
+			t.Errorf("%s: features.supplementalGroupsPolicy %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestCallObserver(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
