@@ -113,35 +113,3 @@ func TestWorkFolderMustBeRoots(t *testing.T) {
 		t.Errorf("run.sh stopped at a work folder it made itself:\n%s", out)
 	}
 }
-
-// run.sh and the scripts it runs as root are shellcheck-clean: quoting
-// mistakes in a root script are how a path becomes a command.
-func TestVMScriptsPassShellcheck(t *testing.T) {
-	shellcheck, err := exec.LookPath("shellcheck")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("shellcheck is not installed (apt-get install shellcheck); CI must have it")
-		}
-		t.Skip("shellcheck not installed: apt-get install shellcheck")
-	}
-	scripts, _ := filepath.Glob("*.sh")
-	for i, s := range scripts {
-		scripts[i] = filepath.Join("hack", "vmtest", s)
-	}
-	if len(scripts) < 4 {
-		t.Fatalf("found only %v", scripts)
-	}
-	// Every script without a warning; run.sh, root's entry point, without
-	// even a note. From the repository root, where `# shellcheck source=`
-	// paths start.
-	for _, args := range [][]string{
-		append([]string{"-x", "-S", "warning"}, scripts...),
-		{"-x", "hack/vmtest/run.sh"},
-	} {
-		cmd := exec.Command(shellcheck, args...)
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("shellcheck %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package kuberuntime_test
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"testing"
 
@@ -45,18 +44,12 @@ func TestSandboxTheRuntimeGetsCarriesSysctls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info struct {
-		Config struct {
-			Linux struct {
-				Sysctls map[string]string `json:"sysctls"`
-			} `json:"linux"`
-		} `json:"config"`
-	}
-	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
-		t.Fatalf("inspect info: %v: %q", err, resp.GetInfo()["info"])
+	sysctls, err := fakecri.SandboxSysctls(resp.GetInfo())
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_unprivileged_port_start": "80"}
-	if got := info.Config.Linux.Sysctls; !maps.Equal(got, want) {
+	if got := sysctls; !maps.Equal(got, want) {
 		t.Errorf("the runtime's sandbox has sysctls %v, want the pod's %v", got, want)
 	}
 }

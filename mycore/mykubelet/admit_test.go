@@ -2,7 +2,6 @@ package mykubelet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -209,17 +208,11 @@ func (n *testNode) sandboxSysctls(t *testing.T, uid string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info struct {
-		Config struct {
-			Linux struct {
-				Sysctls map[string]string `json:"sysctls"`
-			} `json:"linux"`
-		} `json:"config"`
-	}
-	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
+	sysctls, err := fakecri.SandboxSysctls(resp.GetInfo())
+	if err != nil {
 		t.Fatalf("inspect of sandbox %s: %v", sbs[0].Id, err)
 	}
-	return info.Config.Linux.Sysctls
+	return sysctls
 }
 
 // cond is the status of the pod's condition of type c ("" if absent).

@@ -65,17 +65,11 @@ func TestSandboxInspectShowsItsSysctls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info struct {
-		Config struct {
-			Linux struct {
-				Sysctls map[string]string `json:"sysctls"`
-			} `json:"linux"`
-		} `json:"config"`
+	got, err := SandboxSysctls(resp.Info)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil {
-		t.Fatalf("verbose info is not JSON: %v: %q", err, resp.Info["info"])
-	}
-	if got := info.Config.Linux.Sysctls; !maps.Equal(got, map[string]string{"kernel.shm_rmid_forced": "1"}) {
+	if !maps.Equal(got, map[string]string{"kernel.shm_rmid_forced": "1"}) {
 		t.Errorf("inspectp info.config.linux.sysctls %v, want kernel.shm_rmid_forced=1: %s", got, resp.Info["info"])
 	}
 }
