@@ -216,7 +216,10 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitHealthy(ctx, proc, hc, "https://127.0.0.1:"+strconv.Itoa(c.ControllerManagerPort)+"/healthz", "ok", 120*time.Second)
+	if err := waitHealthy(ctx, proc, hc, "https://127.0.0.1:"+strconv.Itoa(c.ControllerManagerPort)+"/healthz", "ok", 120*time.Second); err != nil {
+		return err
+	}
+	return cp.waitControllersRun(ctx, 60*time.Second)
 }
 
 // spawn starts a child and watches it: an exit we did not ask for is

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,4 +31,34 @@ func (cp *ControlPlane) ensureKubeletClientRBAC(ctx context.Context) error {
 		return fmt.Errorf("create RBAC for the apiserver's kubelet client: %w (log: %s)", err, cp.LogFile("kube-apiserver"))
 	}
 	return nil
+}
+
+// waitControllersRun waits for the ServiceAccount "default" in namespace
+// "default": the serviceaccount controller makes it once the
+// controller-manager's controllers run, a second or so after its /healthz
+// says ok. Until then the apiserver's ServiceAccount admission refuses
+// every pod in that namespace, so "ready" means after it (a learner who
+// creates a pod, or runs make check LAB=00, at once would see it missing).
+func (cp *ControlPlane) waitControllersRun(ctx context.Context, timeout time.Duration) error {
+	client, err := cp.AdminClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-controller-manager is healthy, but its serviceaccount controller made no ServiceAccount default/default in %s (%v); log: %s", timeout, err, cp.LogFile("kube-controller-manager"))
+		case <-cp.kcm.done:
+			return cp.kcm.exitError()
+		case <-tick.C:
+		}
+	}
 }
