@@ -7,7 +7,8 @@
 #   BOOTSTRAP_KUBECONFIG=<state folder>/bootstrap/bootstrap-kubelet.kubeconfig ./boot.sh
 #                                      # join with lab 03's bootstrap token
 #   ./boot.sh --lease-duration=20s     # extra flags go to labs/01-fake-node
-#   ./boot.sh --address=127.0.0.1      # kubelet server on loopback only
+#   ./boot.sh --address=127.0.0.1      # kubelet server on loopback only (default: the node IP only)
+#   ./boot.sh --address=0.0.0.0        # on all addresses, as a real kubelet
 #
 # The cluster: $KUBECONFIG (a file or a list, as kubectl reads it), else the
 # embedded control plane's admin.kubeconfig in the state folder (.labs/, or

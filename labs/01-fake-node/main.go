@@ -55,9 +55,9 @@ func main() {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster, as kubectl uses it (default $KUBECONFIG — a file or a list — else the state folder's admin.kubeconfig): checks the cluster answers, approves the serving CSR, and bootstraps the node unless --bootstrap-kubeconfig is given")
 			fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials the kubelet uses once for its TLS bootstrap, as a real kubelet's --bootstrap-kubeconfig: e.g. lab 03's bootstrap-token kubeconfig (the state folder's bootstrap/bootstrap-kubelet.kubeconfig); default: the --kubeconfig credentials")
 			fs.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
-			fs.StringVar(&o.address, "address", fakenode.DefaultAddress, "address the kubelet server listens on: all addresses, like a real kubelet (TLS, authenticated clients, webhook authorization, no anonymous access); 127.0.0.1 keeps it on loopback, and then kubectl logs/exec cannot reach it")
+			fs.StringVar(&o.address, "address", "", "address the kubelet server listens on (default: the node's InternalIP alone, where the apiserver dials it for logs/exec); 0.0.0.0 = all addresses, like a real kubelet; 127.0.0.1 = loopback only, and then kubectl logs/exec cannot reach it. Wherever: TLS, authenticated clients, webhook authorization, no anonymous access")
 			fs.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
-			fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: the kubelet detects the host's address; loopback is refused)")
+			fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: --address when it is one address of this machine, else the address of the default route, as the kubelet detects it; loopback is refused)")
 			fs.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
 			fs.IntVar(&o.maxPods, "max-pods", 110, "pods this node accepts")
 			fs.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
@@ -97,9 +97,16 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	if err != nil {
 		return fmt.Errorf("--memory %q: %w", o.memory, err)
 	}
-	if net.ParseIP(o.address) == nil {
+	if o.address != "" && net.ParseIP(o.address) == nil {
 		return fmt.Errorf("--address %q is not an IP address (0.0.0.0 = all, 127.0.0.1 = loopback only)", o.address)
 	}
+	if ip := net.ParseIP(o.nodeIP); o.nodeIP != "" && (ip == nil || ip.IsLoopback() || ip.IsUnspecified()) {
+		// the kubelet's validateNodeIP (pkg/kubelet/kubelet_node_status.go:714) refuses these
+		return fmt.Errorf("--node-ip %q is not an address the node can publish: give one address of this machine, not loopback or 0.0.0.0", o.nodeIP)
+	}
+	// Decided here, before the port: the port must be free where the
+	// server will listen, and the output says where that is.
+	o.address, o.nodeIP = fakenode.ListenAddress(o.address, o.nodeIP)
 	if o.port == 0 {
 		if o.port, err = freePort(o.address); err != nil {
 			return err
@@ -151,7 +158,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 		runtime = node.CRI().Endpoint() + " (our mock CRI)"
 	}
 	out.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s\n  server      https://%s%s",
-		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address))
+		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address, o.nodeIP))
 
 	// Its serving certificate needs someone to approve it: we do, as admin.
 	if o.approveServe {
@@ -234,12 +241,17 @@ func kubeletFailed(err error, logFile string) error {
 }
 
 // listenNote says what the listen address means for kubectl logs/exec.
-func listenNote(address string) string {
-	if ip := net.ParseIP(address); ip != nil && ip.IsLoopback() {
+func listenNote(address, nodeIP string) string {
+	ip := net.ParseIP(address)
+	switch {
+	case ip == nil:
+		return ""
+	case ip.IsLoopback():
 		return " (loopback only: kubectl logs/exec through the apiserver cannot reach it)"
-	}
-	if ip := net.ParseIP(address); ip != nil && ip.IsUnspecified() {
+	case ip.IsUnspecified():
 		return " (all addresses, like a real kubelet)"
+	case address == nodeIP:
+		return " (the node's InternalIP only: where the apiserver dials it)"
 	}
 	return ""
 }

@@ -127,7 +127,7 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 	})
 
 	// kubectl logs and exec: apiserver → the kubelet at the node's
-	// InternalIP (it listens on all addresses by default) → the mock CRI.
+	// InternalIP (where it listens by default, and nowhere else) → the mock CRI.
 	// The kubelet's serving certificate must be issued first.
 	p.WaitFor(t, "approved serving CSR", time.Minute)
 	var logs string
@@ -143,6 +143,7 @@ func TestFakeNodeRegistersReadyRenewsLeaseAndRunsAPod(t *testing.T) {
 		t.Errorf("kubectl exec nginx -- echo hi = %q, exit %d (%s), want \"hi\\n\"", out, code, errOut)
 	}
 	checkServerSecurity(t, node)
+	checkListensOnTheNodeIPOnly(t, p.Output(), node)
 	if out, errOut, code := testenv.Kubectl(t, "", "describe", "node", name); code != 0 {
 		t.Errorf("kubectl describe node %s: exit %d: %s", name, code, errOut)
 	} else {
@@ -260,6 +261,27 @@ func TestInvalidNodeNameIsRefused(t *testing.T) {
 	}
 }
 
+// TestBadAddressesAreRefused: an --address that is not an IP, or a
+// --node-ip the kubelet would refuse (loopback, 0.0.0.0: validateNodeIP,
+// pkg/kubelet/kubelet_node_status.go:714), fails at once with one line,
+// before the kubelet starts.
+func TestBadAddressesAreRefused(t *testing.T) {
+	cp := testenv.ControlPlane(t)
+	bin := testenv.BuildLab(t, "./labs/01-fake-node")
+	for _, c := range []struct{ arg, want string }{
+		{"--address=localhost", `--address "localhost" is not an IP address`},
+		{"--node-ip=127.0.0.1", `--node-ip "127.0.0.1" is not an address the node can publish`},
+		{"--node-ip=0.0.0.0", `--node-ip "0.0.0.0" is not an address the node can publish`},
+		{"--node-ip=node", `--node-ip "node" is not an address the node can publish`},
+	} {
+		state := t.TempDir()
+		out, code := testenv.RunProgram(t, bin, []string{"LABS_STATE_DIR=" + state, "KUBECONFIG=" + cp.AdminKubeconfig()}, "--node-name=fake-node-bad-ip", c.arg)
+		if code == 0 || !strings.Contains(out, c.want) || strings.Contains(out, "is starting") {
+			t.Errorf("%s: exit %d, want an error %q before the kubelet starts; output:\n%s", c.arg, code, c.want, out)
+		}
+	}
+}
+
 // TestBootScript: shellcheck-clean, and it stamps the same version as the
 // control plane build.
 func TestBootScript(t *testing.T) {
@@ -329,8 +351,30 @@ func rss(pid int) string {
 	return "?"
 }
 
-// checkServerSecurity: the kubelet server listens on all addresses, so it
-// must refuse anyone the apiserver has not vouched for. At the node's
+// checkListensOnTheNodeIPOnly: by default the kubelet server listens on
+// the node's InternalIP — the address the apiserver dials for logs and
+// exec — and on no other address: the lab says so, and 127.0.0.1 at the
+// same port refuses the connection (a real kubelet, on 0.0.0.0, would
+// answer there and on every other address of the machine).
+func checkListensOnTheNodeIPOnly(t *testing.T, output string, node *corev1.Node) {
+	t.Helper()
+	at := nodewatch.ReachableAt(node)
+	if want := "  server      https://" + at + " (the node's InternalIP only: where the apiserver dials it)\n"; !strings.Contains(output, want) {
+		t.Errorf("the lab's output lacks %q: by default the kubelet server should listen on the node's InternalIP alone:\n%s", want, output)
+	}
+	_, port, err := net.SplitHostPort(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
+		c.Close()
+		t.Errorf("the kubelet server answers on 127.0.0.1:%s too: it listens on more than the node's InternalIP", port)
+	}
+}
+
+// checkServerSecurity: the kubelet server is reachable from the network
+// at the node's InternalIP, so it must refuse anyone the apiserver has
+// not vouched for. At the node's
 // InternalIP: no client certificate → 401 (anonymous is off); the admin's
 // certificate → 200 (authenticated by the cluster CA, authorized by a
 // SubjectAccessReview). The serving certificate verifies against the

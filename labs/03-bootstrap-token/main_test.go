@@ -267,44 +267,74 @@ func runLab(t *testing.T, env []string, args ...string) (string, int) {
 
 // TestByHandSection runs the README's "The same by hand" block as written
 // (bash, the real kubectl v1.36.3, the state folder in LABS_STATE_DIR as in
-// the VM), then checks the hand-made token with the lab: it authenticates as
-// system:bootstrap:abcdef, in the groups its Secret names, and RBAC refuses
-// it everything but CSRs.
+// the VM), twice, then checks the hand-made token with the lab. The token
+// must be the block's own, random one — never one written in the README,
+// which anyone who read the course could use to get a node certificate in
+// the learner's cluster (the token is in the auto-approve group): each run
+// makes a new one, shows it once, keeps it in a 0600 file, and it
+// authenticates as system:bootstrap:ID, in the groups its Secret names,
+// with RBAC refusing it everything but CSRs.
 func TestByHandSection(t *testing.T) {
-	cp := testenv.ControlPlane(t)
 	root, binDir := testenv.Binaries(t)
 	script := readmerun.ScriptAfter(t, filepath.Join(root, "labs", "03-bootstrap-token", "README.md"), "### The same by hand")
-	stateDir := t.TempDir()
-	cmd := exec.Command("bash", "-u", "-c", script)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir, "PATH="+binDir+":"+os.Getenv("PATH"))
-	b, _ := cmd.CombinedOutput() // the last command fails on purpose (403)
-	out := string(b)
-	t.Logf("by hand:\n%s", out)
+	if m := anyToken.FindString(script); m != "" {
+		t.Fatalf("the by-hand block uses the fixed token %s: whoever read the README could join a node to the learner's cluster; the block must make a random one", m)
+	}
+	cp := testenv.ControlPlane(t)
+	byHand := func() (string, bootstrap.Token, string) {
+		stateDir := t.TempDir()
+		cmd := exec.Command("bash", "-u", "-c", script)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.AdminKubeconfig(), "LABS_STATE_DIR="+stateDir, "PATH="+binDir+":"+os.Getenv("PATH"))
+		b, _ := cmd.CombinedOutput() // the last command fails on purpose (403)
+		t.Logf("by hand:\n%s", b)
+		tokenFile := filepath.Join(stateDir, "bootstrap", "by-hand-token")
+		tok, err := bootstrap.ReadTokenFile(tokenFile) // 0600, or it is refused
+		if err != nil {
+			t.Fatalf("the by-hand block left no private token file: %v", err)
+		}
+		if info, err := os.Stat(filepath.Join(stateDir, "bootstrap", "by-hand.kubeconfig")); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("by-hand kubeconfig in the state folder: %v %v", info, err)
+		}
+		return string(b), tok, tokenFile
+	}
+
+	out, tok, tokenFile := byHand()
+	if tok.String() == "abcdef.0123456789abcdef" {
+		t.Errorf("the by-hand block made the fixed token %s", tok)
+	}
+	if n := strings.Count(out, tok.Secret); n != 1 {
+		t.Errorf("the token's secret part is printed %d times, want once (when it is made)", n)
+	}
 	for _, want := range []string{
-		"secret/bootstrap-token-abcdef created",
-		"Username    system:bootstrap:abcdef",
+		"bootstrap token " + tok.String() + " (keep it secret",
+		"secret/" + tok.SecretName() + " created",
+		"Username    " + tok.User(),
 		"[system:bootstrappers system:bootstrappers:kubelet-labs:auto-approve system:authenticated]",
 		"\nyes\n",
-		`Error from server (Forbidden): nodes is forbidden: User "system:bootstrap:abcdef" cannot list resource "nodes"`,
+		`Error from server (Forbidden): nodes is forbidden: User "` + tok.User() + `" cannot list resource "nodes"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the by-hand block does not print %q", want)
 		}
 	}
-	if info, err := os.Stat(filepath.Join(stateDir, "bootstrap", "by-hand.kubeconfig")); err != nil || info.Mode().Perm() != 0o600 {
-		t.Errorf("by-hand kubeconfig in the state folder: %v %v", info, err)
+	// A second run (a second learner, or the same one again): another token.
+	if _, again, _ := byHand(); again.ID == tok.ID || again.Secret == tok.Secret {
+		t.Errorf("two runs of the by-hand block made %s and %s: the token is not random", tok.Redacted(), again.Redacted())
 	}
 
 	o := labOptions(t)
-	o.token = "abcdef.0123456789abcdef"
+	o.tokenFile = tokenFile
 	var lab bytes.Buffer
 	if err := run(context.Background(), o, labenv.NewPrinter(&lab)); err != nil {
 		t.Fatalf("the lab refuses the hand-made token: %v", err)
 	}
-	for _, want := range []string{"username        system:bootstrap:abcdef", "groups          system:bootstrappers, " + bootstrap.AutoApproveGroup + ", system:authenticated"} {
+	for _, want := range []string{"username        " + tok.User(), "groups          system:bootstrappers, " + bootstrap.AutoApproveGroup + ", system:authenticated"} {
 		if !strings.Contains(lab.String(), want) {
 			t.Errorf("lab output lacks %q:\n%s", want, lab.String())
 		}
 	}
 }
+
+// anyToken is a bootstrap token written out, ID.SECRET.
+var anyToken = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)

@@ -5,8 +5,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,9 +24,18 @@ func TestParseToken(t *testing.T) {
 	if tok.SecretName() != "bootstrap-token-abcdef" || tok.User() != "system:bootstrap:abcdef" || strings.Contains(tok.Redacted(), tok.Secret) {
 		t.Errorf("%s %s %s", tok.SecretName(), tok.User(), tok.Redacted())
 	}
+	// A test token, parsed only: it never reaches a cluster.
+	shape := regexp.MustCompile(`[a-z0-9]{6}\.[a-z0-9]{16}`)
 	for _, bad := range []string{"", "abcdef", "ABCDEF.0123456789abcdef", "abcdef.0123456789abcde", "abcde.0123456789abcdef", "abcdef:0123456789abcdef"} {
-		if _, err := ParseToken(bad); err == nil {
+		_, err := ParseToken(bad)
+		if err == nil {
 			t.Errorf("ParseToken(%q) accepted", bad)
+			continue
+		}
+		// The message says what a token looks like, and offers none to
+		// copy: a token everybody has read is nobody's secret.
+		if m := shape.FindString(strings.ReplaceAll(err.Error(), fmt.Sprintf("%q", bad), "")); m != "" {
+			t.Errorf("ParseToken(%q): %v — offers the token %s", bad, err, m)
 		}
 	}
 }

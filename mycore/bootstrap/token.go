@@ -68,7 +68,9 @@ func (t Token) User() string { return bootstrapapi.BootstrapUserPrefix + t.ID }
 func ParseToken(s string) (Token, error) {
 	m := bootstraputil.BootstrapTokenRegexp.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return Token{}, fmt.Errorf("%q is not a bootstrap token: it must be 6 + 16 characters of [a-z0-9] joined by a dot, like abcdef.0123456789abcdef", s)
+		// No example token in the message: one that reads well gets copied
+		// into a cluster, and then everybody who read it holds a password.
+		return Token{}, fmt.Errorf("%q is not a bootstrap token: it must be ID.SECRET, 6 + 16 characters of [a-z0-9] joined by a dot", s)
 	}
 	return Token{ID: m[1], Secret: m[2]}, nil
 }

@@ -5,18 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// DefaultAddress is where the kubelet server listens unless told: all
-// addresses, as a real kubelet (its --address default).
-const DefaultAddress = "0.0.0.0"
 
 // Config describes one fake node.
 type Config struct {
@@ -32,17 +30,21 @@ type Config struct {
 	// CRIEndpoint is the runtime to use ("unix:///…"); empty = start our
 	// mock CRI in-process on Dir/cri.sock.
 	CRIEndpoint string
-	// Address is where the kubelet server listens and Port its port. The
-	// default, 0.0.0.0 (all addresses), is a real kubelet's: the apiserver
-	// reaches a kubelet (logs, exec, port-forward) at the node's InternalIP,
-	// so a server on 127.0.0.1 only cannot be reached that way. Listening
-	// widely is safe because every request needs TLS, an authenticated
-	// client (certificate or token) and a SubjectAccessReview that allows
-	// it; anonymous access and the read-only port are off.
+	// Address is where the kubelet server listens and Port its port.
+	// Empty = the node's InternalIP and no other address (see
+	// ListenAddress): the one address the apiserver dials for logs, exec
+	// and port-forward. "0.0.0.0" listens on all addresses, as a real
+	// kubelet does by default; "127.0.0.1" keeps it on loopback, where the
+	// apiserver cannot reach it. Wherever it listens, every request needs
+	// TLS, an authenticated client (certificate or token) and a
+	// SubjectAccessReview that allows it; anonymous access and the
+	// read-only port are off.
 	Address string
 	Port    int
-	// NodeIP is the InternalIP the node reports; empty = the kubelet detects
-	// the host's address (it refuses loopback addresses).
+	// NodeIP is the InternalIP the node reports; empty = Address when that
+	// is one address of this machine, else the address the kubelet itself
+	// would detect (see ListenAddress). Never loopback: the kubelet
+	// refuses it.
 	NodeIP string
 	// NodeLeaseDuration is the Lease's duration; the kubelet renews it every
 	// quarter of it (10 s for the default 40 s).
@@ -66,9 +68,7 @@ func (c *Config) setDefaults() error {
 	if errs := validation.IsDNS1123Subdomain(c.NodeName); len(errs) > 0 {
 		return fmt.Errorf("node name %q is not valid: %s", c.NodeName, strings.Join(errs, "; "))
 	}
-	if c.Address == "" {
-		c.Address = DefaultAddress
-	}
+	c.Address, c.NodeIP = ListenAddress(c.Address, c.NodeIP)
 	if c.NodeLeaseDuration == 0 {
 		c.NodeLeaseDuration = 40 * time.Second
 	}
@@ -82,6 +82,43 @@ func (c *Config) setDefaults() error {
 		c.MemoryBytes = 8 << 30
 	}
 	return nil
+}
+
+// ListenAddress decides where the kubelet server listens and which
+// InternalIP the node publishes, from what was given (either may be
+// empty). Secure by default would be loopback, but the apiserver reaches a
+// kubelet only at its InternalIP (--kubelet-preferred-address-types) and
+// the real kubelet refuses a loopback node IP (validateNodeIP,
+// pkg/kubelet/kubelet_node_status.go:719-720 in v1.36.3): on 127.0.0.1,
+// kubectl logs and exec cannot reach the node, whatever the cluster. So
+// the default is the narrowest address that works: the node IP alone, not
+// all addresses (the real kubelet's --address default, 0.0.0.0).
+//
+//   - neither given: the address the kubelet would publish on its own — the
+//     default route's, found as its NodeAddress setter finds it, with
+//     utilnet.ResolveBindAddress (pkg/kubelet/nodestatus/setters.go:170) —
+//     made explicit, so the server listens exactly where the node says it
+//     is. With no default route there is no such address: 127.0.0.1, and
+//     the kubelet is left to find a node IP (logs/exec then cannot reach
+//     it, as with --address=127.0.0.1).
+//   - nodeIP alone: listen there.
+//   - address alone, one non-loopback address: publish it too (else the
+//     kubelet might publish another address of the machine).
+//   - anything else (0.0.0.0, 127.0.0.1, both given): as given.
+func ListenAddress(address, nodeIP string) (listen, ip string) {
+	switch a := net.ParseIP(address); {
+	case address == "" && nodeIP != "":
+		return nodeIP, nodeIP
+	case address == "":
+		host, err := utilnet.ResolveBindAddress(nil)
+		if err != nil {
+			return "127.0.0.1", ""
+		}
+		return host.String(), host.String()
+	case nodeIP == "" && a != nil && !a.IsUnspecified() && !a.IsLoopback():
+		return address, address
+	}
+	return address, nodeIP
 }
 
 // maxSocketBase is how long Dir may be: a unix socket path has at most 107

@@ -197,3 +197,34 @@ func TestShortLinkRefusesAnUnsafeFolder(t *testing.T) {
 		t.Errorf("link folder owned by uid 4242: %v, want it refused", err)
 	}
 }
+
+// TestServerListensOnTheNodeIPByDefault: with no address given, the kubelet
+// server listens on the node's InternalIP alone — the address it publishes,
+// where the apiserver dials it — not on all addresses; what is given is kept.
+func TestServerListensOnTheNodeIPByDefault(t *testing.T) {
+	c := Config{NodeName: "n1", Dir: t.TempDir(), BootstrapKubeconfig: "bootstrap.kubeconfig"}
+	if err := c.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(c.Address)
+	if ip == nil || ip.IsUnspecified() {
+		t.Fatalf("default address %q: the kubelet server listens on all addresses; want the node's InternalIP only", c.Address)
+	}
+	if !ip.IsLoopback() && c.NodeIP != c.Address {
+		t.Errorf("default address %q but node IP %q: the apiserver dials the node IP, so the server must listen there", c.Address, c.NodeIP)
+	}
+	if ip.IsLoopback() && c.NodeIP != "" {
+		t.Errorf("no default route, loopback server, yet node IP %q", c.NodeIP)
+	}
+	for _, tc := range []struct{ address, nodeIP, listen, publish string }{
+		{"", "192.0.2.7", "192.0.2.7", "192.0.2.7"},
+		{"192.0.2.7", "", "192.0.2.7", "192.0.2.7"},
+		{"0.0.0.0", "", "0.0.0.0", ""},
+		{"127.0.0.1", "", "127.0.0.1", ""},
+		{"0.0.0.0", "192.0.2.7", "0.0.0.0", "192.0.2.7"},
+	} {
+		if l, p := ListenAddress(tc.address, tc.nodeIP); l != tc.listen || p != tc.publish {
+			t.Errorf("ListenAddress(%q, %q) = %q, %q; want %q, %q", tc.address, tc.nodeIP, l, p, tc.listen, tc.publish)
+		}
+	}
+}

@@ -138,9 +138,11 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	}
 	f := &s.KubeletFlags
 	f.HostnameOverride = cfg.NodeName
-	// NodeIP is left to the kubelet's detection (the host's address): it
-	// refuses a loopback node IP (kubelet_node_status.go, validateNodeIP).
-	// The apiserver reaches the server there, so Address must include it.
+	// NodeIP is the address the server listens on unless told otherwise
+	// (ListenAddress); empty only when Address is 0.0.0.0 or loopback,
+	// and then the kubelet detects the host's address (it refuses a
+	// loopback node IP: kubelet_node_status.go, validateNodeIP). The
+	// apiserver reaches the server there, so Address must include it.
 	f.NodeIP = cfg.NodeIP
 	f.RootDirectory = cfg.RootDir()
 	f.CertDirectory = cfg.CertDir()
@@ -156,7 +158,7 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	c.ImageServiceEndpoint = endpoint
 	c.ProviderID = "kubelet-labs://" + cfg.NodeName
 
-	// The kubelet server: TLS on Address (all addresses by default), clients
+	// The kubelet server: TLS on Address (the node IP by default), clients
 	// authenticated by certificate (the apiserver's kubelet client) or token
 	// review, and authorized by SubjectAccessReview. NewKubeletServer starts
 	// from the *legacy* defaults (anonymous allowed, AlwaysAllow, read-only
