@@ -105,3 +105,31 @@ func TestFindGo(t *testing.T) {
 		}
 	}
 }
+
+// Nothing of the folder sudo is typed in reaches root's go: a go.mod there
+// that asks for a toolchain made go switch (and fetch it) before the
+// script had even seen that containerd was built (issue 36). Run from
+// such a folder, the build says containerd is built and touches no Go.
+func TestBuildIgnoresTheFolderItRunsIn(t *testing.T) {
+	requireRoot(t)
+	out, err := exec.Command("bash", "-c", `source containerd/lib.sh; echo "$CONTAINERD2_BIN_DIR"`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := strings.TrimSpace(string(out))
+	_, err = os.Stat(filepath.Join(bin, "containerd"))
+	critest.Require(t, err == nil, "containerd is not built in %s (sudo scripts/build-containerd.sh)", bin)
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := t.TempDir()
+	os.WriteFile(filepath.Join(hostile, "go.mod"), []byte("module hostile\n\ngo 1.99.0\n\ntoolchain go1.99.0\n"), 0o644)
+	cmd := exec.Command(filepath.Join(repo, "scripts", "build-containerd.sh"))
+	cmd.Dir = hostile
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=auto", "GOFLAGS=-toolexec=/nonexistent")
+	got, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "already built") {
+		t.Errorf("build-containerd.sh from a folder whose go.mod wants go1.99.0: %v\n%s\nwant: already built", err, got)
+	}
+}

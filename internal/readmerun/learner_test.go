@@ -111,3 +111,31 @@ func TestSessionBinariesAreCopies(t *testing.T) {
 		t.Errorf("the learner's copy %s is not theirs", copied)
 	}
 }
+
+// The Go caches CI gives its learner (.ci/run) are hard links of root's:
+// a file with another link must still be root's, or the learner could
+// change a file root's go reads next (a chown of a hard link is a chown of
+// root's file).
+func TestLearnersCachesShareNothingTheyCanChange(t *testing.T) {
+	l := requireLearner(t)
+	checked := 0
+	for _, dir := range []string{filepath.Join(l.home, ".cache", "go-build"), filepath.Join(l.home, "go", "pkg", "mod", "cache", "download")} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return nil
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if st.Nlink > 1 && (st.Uid == l.uid || fi.Mode().Perm()&0o022 != 0) {
+				t.Errorf("%s has %d links and the learner can change it (uid %d, mode %o)", p, st.Nlink, st.Uid, fi.Mode().Perm())
+				return filepath.SkipAll
+			}
+			checked++
+			return nil
+		})
+	}
+	t.Logf("%d files of the learner's Go caches checked", checked)
+}
