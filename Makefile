@@ -51,8 +51,10 @@ conformance:
 	go run -C hack/conformance ./cmd/conformance
 
 ## tour: every lab's README in order, typed as a learner types it (lab
-## 00's control plane under all of them; the labs on containerd when it is
-## up), then a line per lab: result, time, commands run, and what the lab's
+## 00's control plane under all of them; lab 11's `sudo
+## scripts/containerd-up.sh` through real sudo — skipped, if containerd
+## already runs, where sudo asks for a password; the labs on containerd
+## when it is up), then a line per lab: result, time, commands run, and what the lab's
 ## self-check said. LABS=07,12 narrows it (lab 00 always runs). For an
 ## instructor before a workshop; make test (and CI) run the same test and
 ## print the same table.
