@@ -30,7 +30,10 @@
 #   4. cleans up a stale previous run (killed containerd, left-over shims,
 #      mounts, bridge) and starts containerd, waits until its CRI answers;
 #   5. imports the images into the k8s.io namespace (the one the CRI uses);
-#   6. writes and prints the flavour's env (CONTAINERD_SOCK=..., images).
+#   6. writes and prints the flavour's env (CONTAINERD_SOCK=..., images);
+#   7. accepts its bridge's traffic at the top of iptables' FORWARD chain
+#      (Docker's FORWARD DROP would drop even pod-to-pod traffic; down
+#      removes the rules).
 #
 # Everything it makes lives in root's tree, /var/lib/kubelet-labs (see
 # scripts/containerd/lib.sh): never in the learner's .labs/, which any
@@ -118,6 +121,7 @@ if wants 1.6; then
 	command -v ctr >/dev/null || missing+=(containerd)
 fi
 command -v runc >/dev/null || missing+=(runc)
+command -v iptables >/dev/null || missing+=(iptables)
 find_cni_bin >/dev/null || missing+=(containernetworking-plugins)
 [ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null || true)" = "install ok installed" ] || missing+=(busybox-static)
 command -v gcc >/dev/null || missing+=(gcc)
@@ -341,8 +345,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
 EOF
 }
 
-# One bridge network per flavour. No ipMasq (no iptables rules to clean up,
-# pods need no internet: images are local); isGateway puts the gateway IP on
+# One bridge network per flavour. No ipMasq (no NAT rules: pods need no
+# internet, images are local; the only iptables rules are allow_forward's); isGateway puts the gateway IP on
 # the bridge so the host can reach pod IPs (probes in later labs).
 conflist() {
 	cat <<EOF
@@ -444,6 +448,8 @@ ${left}"
 		log "[${FLAVOUR}] containerd ready in ${t_start}s (pid $(cat "${PIDFILE}"))"
 	fi
 	trap - EXIT
+	# pod traffic on our bridge passes whatever Docker did to FORWARD
+	allow_forward
 
 	# The pod log folder belongs to the learner, whose kubelet (a lab) makes
 	# a folder per pod and container in it; setgid, so each file containerd

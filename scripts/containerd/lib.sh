@@ -253,15 +253,32 @@ is_root_tree() {
 	[ -d "${LABS_ROOT}" ] && [ -f "${LABS_ROOT}/${ROOT_MARKER}" ]
 }
 
+# check_root_chain PATH: PATH and every symlink on the way from it to the
+# file it ends at (/usr/sbin/iptables -> /etc/alternatives/iptables ->
+# iptables-nft, as Debian's alternatives do; /usr/bin/go -> ../lib/go-1.NN)
+# sit in folders that are root's all the way up, and so does that file.
+check_root_chain() { # PATH
+	local hop="$1" n=0
+	while [ -L "${hop}" ]; do
+		check_root_owned "$(realpath "$(dirname "${hop}")")"
+		n=$((n + 1))
+		[ "${n}" -lt 20 ] || die "$1: too many symbolic links"
+		case "$(readlink "${hop}")" in
+		/*) hop="$(readlink "${hop}")" ;;
+		*) hop="$(dirname "${hop}")/$(readlink "${hop}")" ;;
+		esac
+	done
+	check_root_owned "$(realpath "${hop}")"
+}
+
 # root_program NAME: the absolute path of a program root may run, from
-# ROOT_PATH only, and root's all the way up (check_root_owned of the file
-# and of where a symlink leads). Prints nothing and fails if there is none.
+# ROOT_PATH only, passing check_root_chain. Prints nothing and fails if
+# there is none.
 root_program() { # NAME
 	local p
 	p="$(command -v "$1")" || return 1
 	case "${p}" in /*) ;; *) return 1 ;; esac
-	check_root_owned "${p}"
-	check_root_owned "$(realpath "${p}")"
+	check_root_chain "${p}"
 	echo "${p}"
 }
 
@@ -301,7 +318,7 @@ go_version() { # GO
 # CONTAINERD2_GO_MIN. Prints its path; dies saying what it saw and
 # what to type when there is none.
 find_go() {
-	local c real ver why
+	local c ver why
 	local -a tried=() places
 	if [ -n "${LABS_GO:-}" ]; then
 		places=("${LABS_GO}")
@@ -311,8 +328,7 @@ find_go() {
 	fi
 	for c in "${places[@]}"; do
 		[ -e "${c}" ] || { [ -n "${LABS_GO:-}" ] && tried+=("${c}: no such file"); continue; }
-		real="$(realpath "${c}")"
-		if ! why="$(check_root_owned "${c}" 2>&1 && check_root_owned "${real}" 2>&1)"; then
+		if ! why="$(check_root_chain "${c}" 2>&1)"; then
 			tried+=("${c}: ${why#error: }")
 			continue
 		fi
@@ -375,6 +391,45 @@ check_learner_group() { # UID GID
 check_bridge_prefix() {
 	[[ "${LABS_CNI_BRIDGE:-labs}" =~ ^[a-z][a-z0-9]{0,11}$ ]] ||
 		die "LABS_CNI_BRIDGE='${LABS_CNI_BRIDGE:-}' is not a bridge name prefix: 1-12 lower-case letters and digits, starting with a letter"
+}
+
+# Docker (kind needs it, vm.yaml installs it) sets `iptables -P FORWARD
+# DROP` and loads bridge netfilter (net.bridge.bridge-nf-call-iptables=1):
+# from then on even traffic between two pods on our bridge goes through the
+# FORWARD chain, and is dropped (measured 2026-11-28: upstream's
+# intra-pod and lifecycle-hook tests failed with Docker up). CNI setups
+# accept their own bridge's traffic for that reason; so do we: what enters
+# or leaves our bridge is accepted at the top of FORWARD, each rule tagged
+# with a comment naming the bridge, so that down removes exactly ours.
+forward_rules() {
+	local dir
+	for dir in -i -o; do
+		echo "${dir} ${BRIDGE} -m comment --comment kubelet-labs:${BRIDGE} -j ACCEPT"
+	done
+}
+
+# allow_forward: our bridge's rules at the top of FORWARD, once each.
+allow_forward() {
+	local iptables rule
+	local -a spec
+	iptables="$(root_program iptables)" || die "iptables not found in ${ROOT_PATH}"
+	while read -r rule; do
+		read -ra spec <<<"${rule}"
+		"${iptables}" -w -C FORWARD "${spec[@]}" 2>/dev/null || "${iptables}" -w -I FORWARD 1 "${spec[@]}"
+	done < <(forward_rules)
+}
+
+# remove_forward: every copy of our bridge's rules.
+remove_forward() {
+	local iptables rule
+	local -a spec
+	iptables="$(root_program iptables 2>/dev/null)" || return 0
+	while read -r rule; do
+		read -ra spec <<<"${rule}"
+		while "${iptables}" -w -C FORWARD "${spec[@]}" 2>/dev/null; do
+			"${iptables}" -w -D FORWARD "${spec[@]}"
+		done
+	done < <(forward_rules)
 }
 
 # rotate_log FILE: a new run starts a new log; the one before is kept as
@@ -622,6 +677,8 @@ cleanup_all() {
 		ip link del "${BRIDGE}" 2>/dev/null || true
 	fi
 
+	remove_forward
+
 	# 6. files in fixed host paths
 	if [ -f "${SHIM_SOCKETS}" ]; then
 		while read -r m; do [ -n "${m}" ] && rm -f "${m}"; done <"${SHIM_SOCKETS}"
@@ -728,6 +785,14 @@ leftovers() {
 		[ -n "${m}" ] && echo "mount ${m}"
 	done < <(our_mounts)
 	bridge_is_ours && [ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
+	local iptables rule
+	local -a spec
+	if iptables="$(root_program iptables 2>/dev/null)"; then
+		while read -r rule; do
+			read -ra spec <<<"${rule}"
+			"${iptables}" -w -C FORWARD "${spec[@]}" 2>/dev/null && echo "iptables rule FORWARD ${rule}"
+		done < <(forward_rules)
+	fi
 	for m in "${CLEANED_SHIM_SOCKETS[@]}"; do
 		[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
 	done
