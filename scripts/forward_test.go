@@ -26,7 +26,10 @@ func dockersForwarding(t *testing.T) {
 		exec.Command("modprobe", "br_netfilter").Run()
 	}
 	oldNF, err := os.ReadFile(nf)
-	critest.Require(t, err == nil, "no %s (br_netfilter cannot be loaded here): Docker's effect on bridges cannot be played", nf)
+	if err != nil {
+		// then bridged frames never see iptables, Docker or not
+		t.Skipf("no %s (br_netfilter cannot be loaded here): bridged frames skip iptables on this host, so Docker's policy cannot touch them", nf)
+	}
 	out, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
 	if err != nil {
 		t.Fatalf("iptables -S FORWARD: %v", err)
