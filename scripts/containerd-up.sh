@@ -142,8 +142,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback) not found"
 # containerd runs the CNI plugins and runc as root: root's, all the way up
-check_root_owned "${CNI_BIN}"
-for p in bridge host-local loopback; do check_root_owned "${CNI_BIN}/${p}"; done
+check_root_chain "${CNI_BIN}"
+for plugin in bridge host-local loopback; do check_root_chain "${CNI_BIN}/${plugin}"; done
 RUNC_BIN="$(root_program runc)" || die "runc not found in ${ROOT_PATH}"
 if wants 1.6; then
 	# "1.6" is the distribution's containerd: any 1.x reads the version = 2
@@ -346,8 +346,9 @@ EOF
 }
 
 # One bridge network per flavour. No ipMasq (no NAT rules: pods need no
-# internet, images are local; the only iptables rules are allow_forward's); isGateway puts the gateway IP on
-# the bridge so the host can reach pod IPs (probes in later labs).
+# internet, images are local; our only iptables rules are allow_forward's);
+# isGateway puts the gateway IP on the bridge so the host can reach pod IPs
+# (probes in later labs).
 conflist() {
 	cat <<EOF
 {
@@ -426,10 +427,10 @@ ${left}"
 		# containerd looks helpers up by name in PATH: ours first
 		path="${PATH}"
 		[ "${FLAVOUR}" = 1.6 ] || path="${CONTAINERD2_BIN_DIR}:${PATH}"
-		# own session: it must outlive this script and the terminal/CI step;
-		# without our lock (fd 8), or it would hold it as long as it runs
 		# a new log per start, the last one kept as containerd.log.1
 		rotate_log "${LOGFILE}"
+		# own session: it must outlive this script and the terminal/CI step;
+		# without our lock (fd 8), or it would hold it as long as it runs
 		PATH="${path}" setsid "${CONTAINERD_BIN}" --config "${CONF}" >>"${LOGFILE}" 2>&1 </dev/null 8>&- &
 		echo $! >"${PIDFILE}"
 		for ((i = 0; i < 300; i++)); do
