@@ -53,37 +53,20 @@ PATH="${path}"
 
 # make_work_dir DIR: the work folder, checked before anything runs. Root
 # runs limactl and kind from it and writes the image and the seed there: a
-# folder another user owns or can write, one under such a folder, or a
-# symbolic link would let them swap those for their own and have root run
-# them (the old default, /var/tmp/vmtest, anyone could make first).
-# check_root_owned refuses all three (a sticky folder above, like /var/tmp,
-# passes: no one else can rename or remove root's folder in it); a missing
-# folder is made with mkdir, which fails if someone made it meanwhile
-# (install -d would instead take their folder over, with what they put in
-# it). A folder that exists must be one this script made (the marker) or
-# empty: VMTEST_DIR=/home would otherwise have root run
-# /home/lima/bin/limactl. 0755, and umask 022 for all root makes in it: the
-# VM's user reads and runs limactl, the guest agent and the seed, and
-# writes nothing here (its LIMA_HOME is in its home).
+# folder another user owns or can write, one under such a folder, a
+# symbolic link, or a folder someone made first (the old default,
+# /var/tmp/vmtest, anyone could) would let them swap those for their own and
+# have root run them; VMTEST_DIR=/home would have root run
+# /home/lima/bin/limactl. make_marked_dir (scripts/containerd/lib.sh)
+# refuses all of them, as for root's tree of containerd-up.sh. 0755, and
+# umask 022 for all root makes in it: the VM's user reads and runs
+# limactl, the guest agent and the seed, and writes nothing here (its
+# LIMA_HOME is in its home).
 work_marker=.kubelet-labs-vmtest
 umask 022
 make_work_dir() { # DIR
 	local why
-	why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
-	if [ ! -e "$1" ]; then
-		# the folders above, then the checks again: mkdir -p takes
-		# folders that exist as they are, whoever made them
-		mkdir -p -- "$(dirname -- "$1")"
-		why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
-		mkdir -m 0755 -- "$1" || die "VMTEST_DIR=$1: could not make it (did someone else just make it?)"
-	fi
-	why="$(check_root_owned "$1" 2>&1)" || die "VMTEST_DIR=$1: ${why#error: }"
-	[ -d "$1" ] || die "VMTEST_DIR=$1 is not a folder"
-	if [ ! -f "$1/${work_marker}" ]; then
-		[ -z "$(find "$1" -mindepth 1 -maxdepth 1 -print -quit)" ] ||
-			die "VMTEST_DIR=$1 is not empty and was not made by hack/vmtest/run.sh (no ${work_marker} in it): name a new or empty folder"
-		echo "the work folder of hack/vmtest/run.sh (make vm-test)" >"$1/${work_marker}"
-	fi
+	why="$( (make_marked_dir "$1" "${work_marker}" hack/vmtest/run.sh) 2>&1)" || die "VMTEST_DIR=${why#error: }"
 	chmod 0755 -- "$1"
 }
 make_work_dir "${work}"

@@ -233,19 +233,39 @@ make_root_dir() { # DIR
 	check_root_owned "$1"
 }
 
-# make_root_tree: root's tree itself (LABS_ROOT). A folder that exists must
-# be one this course made (it holds ROOT_MARKER) or empty: LABS_ROOT_DIR
-# naming /etc, /usr or a home folder is refused before root writes there,
-# and containerd-down.sh --purge deletes only a marked tree. The default
-# tree of an older version (no marker yet) is adopted: its name is ours.
-make_root_tree() {
-	make_root_dir "${LABS_ROOT}"
-	if [ ! -f "${LABS_ROOT}/${ROOT_MARKER}" ]; then
-		if [ "${LABS_ROOT}" != "${DEFAULT_LABS_ROOT}" ] && [ -n "$(find "${LABS_ROOT}" -mindepth 1 -maxdepth 1 -print -quit)" ]; then
-			die "${LABS_ROOT} is not empty and was not made by containerd-up.sh (no ${ROOT_MARKER} in it): LABS_ROOT_DIR must name a new or empty folder"
-		fi
-		echo "root's tree of kubelet-labs (scripts/containerd-up.sh); containerd-down.sh --purge removes this folder" >"${LABS_ROOT}/${ROOT_MARKER}"
+# make_marked_dir DIR MARKER MAKER: a folder of root's own, made by MAKER
+# (a script's name, for messages). DIR is root's all the way up
+# (check_root_owned); a missing one is made with mkdir, which fails if
+# someone made it meanwhile (install -d would take their folder over, with
+# what they put in it); one that exists must hold MARKER (MAKER made it)
+# or be empty, and is marked then. So a variable naming /etc, /usr or a
+# home folder by mistake is refused before root writes or deletes there.
+make_marked_dir() { # DIR MARKER MAKER
+	check_root_owned "$1"
+	if [ ! -e "$1" ]; then
+		# the folders above as they are, whoever made them: checked again
+		mkdir -p -- "$(dirname -- "$1")"
+		check_root_owned "$1"
+		mkdir -m 0711 -- "$1" || die "$1: could not make it (did someone else just make it?)"
 	fi
+	check_root_owned "$1"
+	[ -d "$1" ] || die "$1 is not a folder"
+	if [ ! -f "$1/$2" ]; then
+		[ -z "$(find "$1" -mindepth 1 -maxdepth 1 -print -quit)" ] ||
+			die "$1 is not empty and was not made by $3 (no $2 in it): name a new or empty folder"
+		echo "made by $3 of kubelet-labs; it deletes this folder only while this file is in it" >"$1/$2"
+	fi
+}
+
+# make_root_tree: root's tree itself (LABS_ROOT), marked with ROOT_MARKER;
+# containerd-down.sh --purge deletes only a marked tree. The default tree
+# of an older version (no marker yet) is adopted: its name is ours.
+make_root_tree() {
+	if [ "${LABS_ROOT}" = "${DEFAULT_LABS_ROOT}" ] && [ -d "${LABS_ROOT}" ] && [ ! -f "${LABS_ROOT}/${ROOT_MARKER}" ]; then
+		check_root_owned "${LABS_ROOT}"
+		echo "made by containerd-up.sh of kubelet-labs (adopted)" >"${LABS_ROOT}/${ROOT_MARKER}"
+	fi
+	make_marked_dir "${LABS_ROOT}" "${ROOT_MARKER}" containerd-up.sh
 }
 
 # is_root_tree: LABS_ROOT exists and is marked as ours.
