@@ -70,40 +70,8 @@ if [ "${force}" = false ] && built; then
 	exit 0
 fi
 
-# Root runs this go and what it compiles: it must be root's (find_go), and
-# so must the module and build caches it reads (a poisoned cache is code
-# root runs). Every go command below runs with an environment made here,
-# none of the caller's (env -i): no GOROOT, GOCACHEPROG, GOFLAGS (-toolexec)
-# or TMPDIR of whoever's environment root was given; GOTOOLCHAIN=local (no
-# toolchain fetched into a cache); the checksum database on. A go env file
-# only if root's (not that of whoever's HOME sudo kept). The module proxy,
-# the checksum database and an HTTP proxy are taken from root's own
-# environment (sudo passes none of the user's).
-go_bin="$(find_go)"
-root_home="$(getent passwd 0 | cut -d: -f6)"
-[ "${GOSUMDB:-}" != off ] || die "GOSUMDB=off: root builds containerd only with the Go checksum database on"
-go_env=(PATH="${ROOT_PATH}" HOME="${root_home:-/root}" GOTOOLCHAIN=local GOWORK=off GOFLAGS= CGO_ENABLED=0
-	GOPROXY="${GOPROXY:-}" GOSUMDB="${GOSUMDB:-}" GONOSUMDB= GONOSUMCHECK= GOPRIVATE= GOINSECURE= GONOPROXY=
-	HTTPS_PROXY="${HTTPS_PROXY:-}" HTTP_PROXY="${HTTP_PROXY:-}" NO_PROXY="${NO_PROXY:-}")
-go() { env -i "${go_env[@]}" "${go_bin}" "$@"; }
-goenv="$(go env GOENV)"
-if [ "${goenv}" = off ] || ! (check_root_owned "${goenv}") 2>/dev/null; then goenv=off; fi
-go_env+=(GOENV="${goenv}")
-go_root_env() {
-	local mod cache
-	mod="$(go env GOMODCACHE)"
-	cache="$(go env GOCACHE)"
-	if ! (check_root_owned "${mod}") 2>/dev/null; then mod="${LABS_ROOT}/go/mod"; fi
-	if ! (check_root_owned "${cache}") 2>/dev/null; then cache="${LABS_ROOT}/go/cache"; fi
-	check_root_owned "${mod}"
-	check_root_owned "${cache}"
-	echo "GOMODCACHE=${mod}"
-	echo "GOCACHE=${cache}"
-}
-mapfile -t caches < <(go_root_env)
-[ "${#caches[@]}" -eq 2 ] || die "no root-owned Go module and build cache"
-go_env+=("${caches[@]}")
-[ "$(go env GOSUMDB)" != off ] || die "GOSUMDB=off in root's go env file: root builds containerd only with the Go checksum database on"
+# Root runs this go and what it compiles: root_go (scripts/containerd/lib.sh).
+root_go
 log "building with $(go env GOVERSION) (${go_bin})"
 
 t0="$(now)"

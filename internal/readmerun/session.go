@@ -98,6 +98,32 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 	return s
 }
 
+// UseCluster starts the learner's terminal with KUBECONFIG set to a copy of
+// kubeconfig (theirs, next to their checkout) and the checkout's
+// .labs/bin on PATH, as the two lines lab 00 prints would: the READMEs
+// then run against that cluster (a kind cluster) instead of lab 00's.
+func (s *Session) UseCluster(kubeconfig string) error {
+	dst := filepath.Join(filepath.Dir(s.Dir), "cluster.kubeconfig")
+	if err := copyFile(kubeconfig, dst); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, 0o600); err != nil {
+		return err
+	}
+	env := fmt.Sprintf("export KUBECONFIG=%q\nexport PATH=%q:\"$PATH\"\n", dst, filepath.Join(s.Dir, ".labs", "bin"))
+	if err := os.WriteFile(s.envFile, []byte(env), 0o644); err != nil {
+		return err
+	}
+	if s.learner != nil {
+		for _, p := range []string{dst, s.envFile} {
+			if err := os.Lchown(p, int(s.learner.uid), int(s.learner.gid)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // script wraps a block: the environment of the blocks before it, and this
 // block's environment saved for the next one when it ends.
 func (s *Session) script(body string, strict bool) string {
