@@ -2,9 +2,12 @@
 // (mycore/mykubelet) and, if asked, the node server of lab 14 in front of
 // it — in the order a kubelet starts:
 //
-//  1. what can fail on this machine, before anything is registered: the
-//     server's port is free (the Node publishes it), the runtime is there;
-//     then the cluster answers;
+//  1. what can fail before anything is registered: the flags and the
+//     runtime; then the cluster answers, and says where the
+//     apiserver is: with a server, the node's address is the one on this
+//     machine's route to it (mycore/node ChooseNodeIP), unless the flags
+//     give one, and the server's port there is free (the Node publishes
+//     it);
 //  2. the join (labs 03-05, mycore/node): bootstrap token → CSR → a client
 //     certificate for system:node:NAME → the Node with our address (and
 //     the server's port and declared features) → the Lease;
@@ -157,16 +160,15 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 		}
 	}()
 
-	// 1. On this machine first. The port before the join: the Node
-	// publishes it, and a port in use should stop us before anything is
-	// registered.
-	var ln net.Listener
+	// 1. What can fail before anything is registered. The server's
+	// addresses are checked here, but it listens only once the cluster
+	// has said where the apiserver is (below).
 	if o.Server != nil {
-		if ln, err = n.listen(*o.Server); err != nil {
+		if _, _, err := serverAddresses(o.Server.Address, o.Server.NodeIP); err != nil {
 			return nil, err
 		}
 	}
-	// The live view's port too: its journal exists before the kubelet
+	// The live view's port: its journal exists before the kubelet
 	// (which publishes into it), and the page shows the node from its
 	// first step.
 	if o.Kubelet.Journal == nil {
@@ -211,8 +213,14 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	if n.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
+	// The port before the join: the Node publishes it, and a port in use
+	// should stop us before anything is registered.
+	var ln net.Listener
 	if o.Server != nil {
 		if n.CA, _, err = bootstrap.ClusterCA(ctx, cfg, n.Admin); err != nil {
+			return nil, err
+		}
+		if ln, err = n.listen(ctx, *o.Server, out); err != nil {
 			return nil, err
 		}
 	}

@@ -78,3 +78,21 @@ func TestStartRefusesBeforeAnything(t *testing.T) {
 		})
 	}
 }
+
+// What the server's flags decide, and what they leave to the route to the
+// apiserver (nil): with neither flag both; with --address 0.0.0.0 the IP.
+func TestServerAddresses(t *testing.T) {
+	for _, tc := range []struct{ address, nodeIP, listen, ip string }{
+		{"", "", "<nil>", "<nil>"},
+		{"", "10.0.0.5", "10.0.0.5", "10.0.0.5"},
+		{"127.0.0.1", "", "127.0.0.1", "127.0.0.1"},
+		{"0.0.0.0", "", "0.0.0.0", "<nil>"},
+		{"0.0.0.0", "10.0.0.5", "0.0.0.0", "10.0.0.5"},
+		{"10.0.0.5", "10.0.0.5", "10.0.0.5", "10.0.0.5"},
+	} {
+		listen, ip, err := serverAddresses(tc.address, tc.nodeIP)
+		if err != nil || listen.String() != tc.listen || ip.String() != tc.ip {
+			t.Errorf("--address %q --node-ip %q: listen %v, publish %v (%v); want %s, %s", tc.address, tc.nodeIP, listen, ip, err, tc.listen, tc.ip)
+		}
+	}
+}

@@ -10,18 +10,23 @@ import (
 	"strings"
 	"time"
 
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/server/healthz"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
 )
 
 // ServerOptions describe the node server (lab 14) of a node that has one.
 type ServerOptions struct {
 	// Address the server listens on; NodeIP the InternalIP the Node
-	// publishes, which the apiserver dials ("" = Address, or this
-	// machine's address when Address is 0.0.0.0).
+	// publishes, which the apiserver dials. Both "": the address on this
+	// machine's route to the apiserver (mycore/node ChooseNodeIP), which
+	// is 127.0.0.1 on lab 00 and the Docker bridge's address on kind; the
+	// server listens there. Address alone: NodeIP is Address, or, for
+	// 0.0.0.0, the address on the route to the apiserver unless that is
+	// loopback (then the default route's). NodeIP alone: the server
+	// listens there.
 	Address, NodeIP string
 	// Port of the server (0 picks a free one).
 	Port int
@@ -43,12 +48,26 @@ func (s ServerOptions) features() []string {
 
 // listen takes the server's port and sets the node's IP and URL: the
 // apiserver dials the IP the Node publishes, so the server listens there.
-func (n *Node) listen(s ServerOptions) (net.Listener, error) {
-	ip, err := nodeIP(s.Address, s.NodeIP)
+// What the flags leave open, the route to the apiserver decides.
+func (n *Node) listen(ctx context.Context, s ServerOptions, out *labenv.Printer) (net.Listener, error) {
+	listen, ip, err := serverAddresses(s.Address, s.NodeIP)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := server.Listen(s.Address, s.Port)
+	if ip == nil {
+		// Listening on all addresses, a node may publish loopback only
+		// when it listens there alone: with 0.0.0.0 it publishes this
+		// machine's address, as before the route was asked.
+		c, err := node.ChooseNodeIP(ctx, n.Admin, n.Host, listen == nil)
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell which address of this machine the apiserver can reach the node at: %v; give it with --address", err)
+		}
+		out.Printf("address   %s", c)
+		if ip = c.IP; listen == nil {
+			listen = ip
+		}
+	}
+	ln, err := server.Listen(listen.String(), s.Port)
 	if err != nil {
 		return nil, err
 	}
@@ -96,33 +115,31 @@ func (n *Node) serve(ln net.Listener, s ServerOptions, out *labenv.Printer) (err
 	return nil
 }
 
-// nodeIP is the InternalIP to publish: the apiserver dials it, so the
-// server must listen there.
-func nodeIP(address, flagIP string) (net.IP, error) {
-	addr := net.ParseIP(address)
-	if addr == nil {
-		return nil, fmt.Errorf("--address %q is not an IP address", address)
+// serverAddresses checks the flags and says what they decide: the
+// address to listen on and the InternalIP to publish (the apiserver dials
+// it, so the server must listen there). nil is what the route to the
+// apiserver decides: both, with neither flag; the IP, with --address
+// 0.0.0.0 alone.
+func serverAddresses(address, flagIP string) (listen, ip net.IP, err error) {
+	if address != "" {
+		if listen = net.ParseIP(address); listen == nil {
+			return nil, nil, fmt.Errorf("--address %q is not an IP address", address)
+		}
 	}
 	if flagIP != "" {
-		ip := net.ParseIP(flagIP)
-		if ip == nil {
-			return nil, fmt.Errorf("--node-ip %q is not an IP address", flagIP)
+		if ip = net.ParseIP(flagIP); ip == nil {
+			return nil, nil, fmt.Errorf("--node-ip %q is not an IP address", flagIP)
 		}
-		if !addr.IsUnspecified() && !addr.Equal(ip) {
-			return nil, fmt.Errorf("--node-ip %s but --address %s: the apiserver dials the node IP, so the server must listen there (--address %s or 0.0.0.0)", ip, addr, ip)
-		}
-		return ip, nil
 	}
-	if !addr.IsUnspecified() {
-		return addr, nil
+	switch {
+	case listen == nil:
+		return ip, ip, nil
+	case ip == nil && !listen.IsUnspecified():
+		return listen, listen, nil
+	case ip != nil && !listen.IsUnspecified() && !listen.Equal(ip):
+		return nil, nil, fmt.Errorf("--node-ip %s but --address %s: the apiserver dials the node IP, so the server must listen there (--address %s or 0.0.0.0)", ip, listen, ip)
 	}
-	// All addresses: publish the one the default route leaves from, as
-	// the kubelet picks its node IP.
-	ip, err := utilnet.ResolveBindAddress(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--address %s: cannot tell this machine's address (%v); give --node-ip", address, err)
-	}
-	return ip, nil
+	return listen, ip, nil
 }
 
 func orNone(s []string) string {

@@ -21,12 +21,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/labs/01-fake-node/nodewatch"
 	"kubelet-labs/labs/01-fake-node/servingcsr"
+	"kubelet-labs/mycore/node"
 	"kubelet-labs/mylib/fakenode"
 )
 
@@ -57,7 +59,7 @@ func main() {
 			fs.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
 			fs.StringVar(&o.address, "address", "", "address the kubelet server listens on (default: the node's InternalIP alone, where the apiserver dials it for logs/exec); 0.0.0.0 = all addresses, like a real kubelet; 127.0.0.1 = loopback only, and then kubectl logs/exec cannot reach it. Wherever: TLS, authenticated clients, webhook authorization, no anonymous access")
 			fs.IntVar(&o.port, "port", 0, "kubelet server port (0 = a free port)")
-			fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports (default: --address when it is one address of this machine, else the address of the default route, as the kubelet detects it; loopback is refused)")
+			fs.StringVar(&o.nodeIP, "node-ip", "", "InternalIP the node reports, which the apiserver dials for logs/exec (default: --address when it is one address of this machine, else this machine's address on its route to the apiserver: the Docker bridge's on kind; when that route stays on loopback, as on lab 00, the default route's, as the kubelet detects it; loopback is refused)")
 			fs.DurationVar(&o.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; the kubelet renews every quarter of it")
 			fs.IntVar(&o.maxPods, "max-pods", 110, "pods this node accepts")
 			fs.IntVar(&o.cpus, "cpus", 4, "CPUs of the fake machine")
@@ -103,6 +105,23 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	if ip := net.ParseIP(o.nodeIP); o.nodeIP != "" && (ip == nil || ip.IsLoopback() || ip.IsUnspecified()) {
 		// the kubelet's validateNodeIP (pkg/kubelet/kubelet_node_status.go:714) refuses these
 		return fmt.Errorf("--node-ip %q is not an address the node can publish: give one address of this machine, not loopback or 0.0.0.0", o.nodeIP)
+	}
+	// The node's address, unless the flags give it: this machine's
+	// address on its route to the apiserver, which dials the node back
+	// (mycore/node ChooseNodeIP: on kind, the Docker bridge's). The real
+	// kubelet refuses a loopback node IP, so on lab 00, where that route
+	// stays on loopback, it is the default route's, as the kubelet picks it.
+	nodeIPNote := ""
+	if o.nodeIP == "" && (o.address == "" || net.ParseIP(o.address).IsUnspecified()) {
+		admin, err := kubernetes.NewForConfig(cluster)
+		if err != nil {
+			return err
+		}
+		c, err := node.ChooseNodeIP(ctx, admin, cluster.Host, false)
+		if err != nil {
+			return fmt.Errorf("cannot tell which address of this machine the apiserver can reach the node at: %v; give it with --node-ip", err)
+		}
+		o.nodeIP, nodeIPNote = c.IP.String(), "\n  node IP     "+c.String()
 	}
 	// Decided here, before the port: the port must be free where the
 	// server will listen, and the output says where that is.
@@ -157,8 +176,8 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	if node.CRI() != nil {
 		runtime = node.CRI().Endpoint() + " (our mock CRI)"
 	}
-	out.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s\n  server      https://%s%s",
-		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address, o.nodeIP))
+	out.Printf("node %s: the real kubelet %s is starting\n  runtime     %s\n  kubelet log %s\n  bootstrap   %s%s\n  server      https://%s%s",
+		o.nodeName, kubeletVersion(), runtime, logFile, bootstrapKubeconfig, nodeIPNote, net.JoinHostPort(o.address, fmt.Sprint(o.port)), listenNote(o.address, o.nodeIP))
 
 	// Its serving certificate needs someone to approve it: we do, as admin.
 	if o.approveServe {

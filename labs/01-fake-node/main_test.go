@@ -362,9 +362,15 @@ func checkListensOnTheNodeIPOnly(t *testing.T, output string, node *corev1.Node)
 	if want := "  server      https://" + at + " (the node's InternalIP only: where the apiserver dials it)\n"; !strings.Contains(output, want) {
 		t.Errorf("the lab's output lacks %q: by default the kubelet server should listen on the node's InternalIP alone:\n%s", want, output)
 	}
-	_, port, err := net.SplitHostPort(at)
+	host, port, err := net.SplitHostPort(at)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Where that address comes from: lab 00's apiserver is on loopback,
+	// which the kubelet refuses as a node IP, so the default route's.
+	if want := "  node IP     " + host + ", the default route's address: the route to the apiserver at " + strings.TrimPrefix(testenv.ControlPlane(t).URL(), "https://") +
+		" (the kubeconfig's server; EndpointSlice default/kubernetes lists no address) stays on loopback\n"; !strings.Contains(output, want) {
+		t.Errorf("the lab's output lacks %q: it should say how it chose the node's address:\n%s", want, output)
 	}
 	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
 		c.Close()

@@ -37,7 +37,7 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 func defaults(kubeconfig, nodeName, runtime string) options {
-	return options{kubeconfig: kubeconfig, nodeName: nodeName, runtime: labruntime.Flags{Kind: runtime}, address: "127.0.0.1", port: 0,
+	return options{kubeconfig: kubeconfig, nodeName: nodeName, runtime: labruntime.Flags{Kind: runtime}, port: 0,
 		websockets: true, denyTTL: time.Second, timeout: time.Minute}
 }
 
@@ -82,6 +82,12 @@ func walkThrough(t *testing.T, nodeName, runtime, endpoint string) {
 	l := startLab(t, o)
 	pod := shellPod(t, admin, nodeName, "")
 	waitReady(t, admin, pod)
+	// No --address: the node found it, on the route to lab 00's apiserver
+	// (which advertises none: the kubeconfig's server is where it is).
+	if want := "address   127.0.0.1, this machine's address on the route to the apiserver at " + strings.TrimPrefix(cp.URL(), "https://") +
+		" (the kubeconfig's server; EndpointSlice default/kubernetes lists no address)"; !strings.Contains(l.Out.String(), want) {
+		t.Errorf("the lab did not say where the node's address comes from: want the line\n  %s", want)
+	}
 
 	t.Run("exec", func(t *testing.T) {
 		if got, errOut, code := testenv.Kubectl(t, "", "exec", pod.Name, "--", "echo", "hi"); got != "hi\n" || code != 0 {
@@ -234,7 +240,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 	}{
 		{func(o *options) { o.port = port }, fmt.Sprintf("127.0.0.1:%d is already in use", port)},
 		{func(o *options) { o.runtime.Kind = "docker" }, `--runtime "docker": want one of containerd, containerd-2.2, containerd-1.6, mock`},
-		{func(o *options) { o.nodeIP = "10.1.2.3" }, "--node-ip 10.1.2.3 but --address 127.0.0.1"},
+		{func(o *options) { o.address, o.nodeIP = "127.0.0.1", "10.1.2.3" }, "--node-ip 10.1.2.3 but --address 127.0.0.1"},
+		// --node-ip alone: the server listens there, so it must be ours
+		{func(o *options) { o.nodeIP = "198.51.100.123" }, "node server: 198.51.100.123 is not an address of this machine"},
 		{func(o *options) { o.address = "localhost" }, `--address "localhost" is not an IP address`},
 		{func(o *options) { o.nodeName = "Bad_Name" }, "Bad_Name"},
 	} {

@@ -60,7 +60,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token to join with, e.g. lab 03's (default: make one with the admin kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
 	o.runtime.Register(fs, labruntime.Containerd)
-	fs.StringVar(&o.address, "address", "127.0.0.1", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip); the embedded control plane is on this machine, so loopback is enough; 0.0.0.0 listens on all and publishes the address of the default route")
+	fs.StringVar(&o.address, "address", "", "address the node server listens on and the node's InternalIP (the kubelet's --address / --node-ip) (default: this machine's address on its route to the apiserver, which dials the node back there: 127.0.0.1 on lab 00, the Docker bridge's address on kind); 0.0.0.0 listens on all and publishes the address on the route to the apiserver, or the default route's when that stays on loopback")
 	fs.IntVar(&o.port, "port", server.DefaultPort, "node server port (the kubelet's --port; 0 picks a free one)")
 	fs.StringVar(&o.staticPodPath, "static-pod-path", "", "folder of static pod manifests (the kubelet's staticPodPath) (default: manifests/ in the node's state folder)")
 	fs.DurationVar(&o.backOffInit, "backoff-initial", mykubelet.DefaultBackOffInitial, "crash-loop back-off of the first restart that waits (kubelet: 10s)")
