@@ -14,7 +14,7 @@ import (
 func TestDocsMatchVM(t *testing.T) {
 	p := pins(t, rawVM(t))
 	image := p["KIND_NODE_IMAGE"]
-	tag := image[strings.Index(image, ":")+1 : strings.Index(image, "@")]
+	tag := image[strings.LastIndex(image, ":")+1:]
 
 	// What kubelet-labs-check really prints on an arm64 VM with the pinned tools.
 	s := newSandbox(t)

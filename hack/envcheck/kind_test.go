@@ -8,8 +8,6 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
-	"golang.org/x/mod/semver"
-	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 )
 
@@ -27,7 +25,19 @@ func decodeKindConfig(b []byte) (*v1alpha4.Cluster, error) {
 	return &c, nil
 }
 
+// scriptVar is the value of a NAME=value line of a script of the repository.
+func scriptVar(t *testing.T, rel, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + `=([^\s"'$]+)$`).FindSubmatch(readRepoFile(t, rel))
+	if m == nil {
+		t.Fatalf("%s: no line %s=value", rel, name)
+	}
+	return string(m[1])
+}
+
 func TestKindConfig(t *testing.T) {
+	// the name scripts/kind/build-image.sh gives the image it builds
+	nodeImage := scriptVar(t, "scripts/kind/build-image.sh", "NODE_IMAGE")
 	b := readRepoFile(t, "yaml/kind-config.yaml")
 	c, err := decodeKindConfig(b)
 	if err != nil {
@@ -47,10 +57,11 @@ func TestKindConfig(t *testing.T) {
 		default:
 			t.Errorf("nodes[%d].role %q is neither control-plane nor worker", i, n.Role)
 		}
-		// The node image is kind's own default for this kind release, by
-		// digest: what kind v0.32.0 was released and tested with.
-		if n.Image != defaults.Image {
-			t.Errorf("nodes[%d].image = %s, want kind %s's default %s", i, n.Image, required(t, "go.mod", "sigs.k8s.io/kind"), defaults.Image)
+		// The node image is the one scripts/kind/build-image.sh makes and
+		// names, by tag: kind pulls an image named with a digest, and a
+		// loaded one has none.
+		if n.Image != nodeImage {
+			t.Errorf("nodes[%d].image = %s, want %s, the image scripts/kind/build-image.sh builds", i, n.Image, nodeImage)
 		}
 	}
 	if controlPlanes != 1 {
@@ -60,27 +71,30 @@ func TestKindConfig(t *testing.T) {
 		t.Errorf("%d nodes: one control-plane and at most one worker is plenty for an 8 GiB VM", len(c.Nodes))
 	}
 
-	// Version skew: the node image is the same minor as the Kubernetes this
-	// module builds (go.mod), and not newer, so the real kubelet of the labs
-	// is never older than the apiserver it talks to by more than the policy
-	// allows, nor newer than it at all by minor.
-	m := regexp.MustCompile(`^kindest/node:(v\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$`).FindStringSubmatch(defaults.Image)
-	if m == nil {
-		t.Fatalf("kind's default image %q is not kindest/node:vX.Y.Z@sha256:<64 hex>", defaults.Image)
-	}
+	// The node image is built from the Kubernetes this module pins (go.mod):
+	// its tag says that version, and the script builds that version.
 	k8s := required(t, repoRoot(t)+"/go.mod", "k8s.io/kubernetes")
-	if semver.MajorMinor(m[1]) != semver.MajorMinor(k8s) || semver.Compare(m[1], k8s) > 0 {
-		t.Errorf("node image Kubernetes %s vs go.mod's %s: want the same minor, not newer", m[1], k8s)
+	if !strings.HasSuffix(nodeImage, ":"+k8s) {
+		t.Errorf("node image %s is not tagged with go.mod's Kubernetes %s", nodeImage, k8s)
+	}
+	if v := scriptVar(t, "scripts/kind/versions.sh", "KUBERNETES_VERSION"); v != k8s {
+		t.Errorf("scripts/kind/versions.sh builds Kubernetes %s, go.mod pins %s", v, k8s)
+	}
+	if v := scriptVar(t, "scripts/kind/versions.sh", "KIND_VERSION"); v != required(t, "go.mod", "sigs.k8s.io/kind") {
+		t.Errorf("scripts/kind/versions.sh follows kind %s, hack/envcheck/go.mod pins %s", v, required(t, "go.mod", "sigs.k8s.io/kind"))
 	}
 
-	// Every patch targets kubeadm's v1beta4 ClusterConfiguration (what kind
-	// v0.32 generates for Kubernetes 1.36; it merges v1beta4 extraArgs lists
-	// by name) and sets node-monitor-grace-period like lab 00 does.
+	// The patches: kubeadm's v1beta4 ClusterConfiguration (what kind v0.32
+	// generates for Kubernetes 1.36; it merges v1beta4 extraArgs lists by
+	// name) setting node-monitor-grace-period like lab 00 does, and the
+	// KubeletConfiguration that lets the kubelet run on a cgroup v1 host.
 	var grace string
+	failCgroupV1 := true
 	for i, raw := range c.KubeadmConfigPatches {
 		var p struct {
 			APIVersion        string `yaml:"apiVersion"`
 			Kind              string `yaml:"kind"`
+			FailCgroupV1      *bool  `yaml:"failCgroupV1"`
 			ControllerManager struct {
 				ExtraArgs []struct {
 					Name  string `yaml:"name"`
@@ -93,14 +107,23 @@ func TestKindConfig(t *testing.T) {
 		if err := d.Decode(&p); err != nil {
 			t.Fatalf("kubeadmConfigPatches[%d]: %v", i, err)
 		}
-		if p.APIVersion != "kubeadm.k8s.io/v1beta4" || p.Kind != "ClusterConfiguration" {
-			t.Errorf("kubeadmConfigPatches[%d] targets %s/%s, want kubeadm.k8s.io/v1beta4 ClusterConfiguration", i, p.APIVersion, p.Kind)
-		}
-		for _, a := range p.ControllerManager.ExtraArgs {
-			if a.Name == "node-monitor-grace-period" {
-				grace = a.Value
+		switch {
+		case p.APIVersion == "kubeadm.k8s.io/v1beta4" && p.Kind == "ClusterConfiguration":
+			for _, a := range p.ControllerManager.ExtraArgs {
+				if a.Name == "node-monitor-grace-period" {
+					grace = a.Value
+				}
 			}
+		case p.Kind == "KubeletConfiguration" && p.APIVersion == "" && p.FailCgroupV1 != nil:
+			// no apiVersion: kind then matches the patch on kind alone
+			// (its internal/patch/resource.go), whatever version it writes
+			failCgroupV1 = *p.FailCgroupV1
+		default:
+			t.Errorf("kubeadmConfigPatches[%d] targets %s/%s, want kubeadm.k8s.io/v1beta4 ClusterConfiguration or KubeletConfiguration (failCgroupV1)", i, p.APIVersion, p.Kind)
 		}
+	}
+	if failCgroupV1 {
+		t.Errorf("no KubeletConfiguration patch with failCgroupV1: false: on a cgroup v1 host the kubelet of Kubernetes 1.36 would refuse to start")
 	}
 	d, err := time.ParseDuration(grace)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/lima-vm/lima/pkg/limayaml"
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/mod/semver"
-	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 )
 
 // Both architectures the course supports, as Lima names them, and the name
@@ -138,7 +137,7 @@ func TestVMYAMLPins(t *testing.T) {
 		"KUBECTL_VERSION": required(t, mainMod, "k8s.io/kubernetes"),
 		// kind = the kind whose types validate yaml/kind-config.yaml here
 		"KIND_VERSION":    required(t, "go.mod", "sigs.k8s.io/kind"),
-		"KIND_NODE_IMAGE": defaults.Image,
+		"KIND_NODE_IMAGE": scriptVar(t, "scripts/kind/build-image.sh", "NODE_IMAGE"),
 		"DOCKER_VERSION":  "20.10.24",
 	}
 	for k, v := range want {

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
@@ -31,10 +34,13 @@ type Session struct {
 	// paths read as /path/to/kubelet-labs, as the READMEs show them.
 	RealPath string
 
-	envFile  string
-	sessions []*background // backgrounds that live until Close
-	learner  *learner      // who types the commands (nil: this process's user)
-	sudoErr  error         // nil: not tried yet; errSudoWorks: it works
+	envFile string
+	// cluster's own names in output, and lab 00's names the READMEs show
+	// instead (UseCluster)
+	clusterNames *strings.Replacer
+	sessions     []*background // backgrounds that live until Close
+	learner      *learner      // who types the commands (nil: this process's user)
+	sudoErr      error         // nil: not tried yet; errSudoWorks: it works
 }
 
 // Shown is how the READMEs write the path of the learner's checkout.
@@ -102,6 +108,12 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 // kubeconfig (theirs, next to their checkout) and the checkout's
 // .labs/bin on PATH, as the two lines lab 00 prints would: the READMEs
 // then run against that cluster (a kind cluster) instead of lab 00's.
+//
+// The READMEs show lab 00's names where a lab prints the cluster's: the
+// admin kubeconfig's path, and the name of the CA that signs the nodes'
+// certificates (lab 00's kubelet-labs-ca, kubeadm's "kubernetes"). In the
+// output, the cluster's ones read as lab 00's, in the few forms the labs
+// print them; everything else is compared as it is.
 func (s *Session) UseCluster(kubeconfig string) error {
 	dst := filepath.Join(filepath.Dir(s.Dir), "cluster.kubeconfig")
 	if err := copyFile(kubeconfig, dst); err != nil {
@@ -121,7 +133,38 @@ func (s *Session) UseCluster(kubeconfig string) error {
 			}
 		}
 	}
+	ca, err := clusterCAName(kubeconfig)
+	if err != nil {
+		return err
+	}
+	const lab00CA = "kubelet-labs-ca" // internal/controlplane/pki.go: "kubelet-labs-" + CAName
+	s.clusterNames = strings.NewReplacer(
+		dst, filepath.Join(s.Dir, ".labs", "admin.kubeconfig"),
+		"issued by "+ca+",", "issued by "+lab00CA+",", // labs 01, 04
+		"issuer "+ca+"\n", "issuer "+lab00CA+"\n", // labs 04, 05
+		"issuer=CN = "+ca+"\n", "issuer=CN = "+lab00CA+"\n", // openssl x509 -issuer
+	)
 	return nil
+}
+
+// clusterCAName is the common name of the CA in kubeconfig's current
+// cluster.
+func clusterCAName(kubeconfig string) (string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	data := cfg.TLSClientConfig.CAData
+	if len(data) == 0 && cfg.TLSClientConfig.CAFile != "" {
+		if data, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
+			return "", err
+		}
+	}
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil || len(certs) == 0 {
+		return "", fmt.Errorf("%s: no CA certificate in its current cluster (%v)", kubeconfig, err)
+	}
+	return certs[0].Subject.CommonName, nil
 }
 
 // script wraps a block: the environment of the blocks before it, and this
@@ -163,6 +206,9 @@ func (s *Session) command(script string) *exec.Cmd {
 
 // shownPaths turns the checkout's real paths into the one the READMEs show.
 func (s *Session) shownPaths(out string) string {
+	if s.clusterNames != nil {
+		out = s.clusterNames.Replace(out)
+	}
 	out = strings.ReplaceAll(out, s.Dir, Shown)
 	if s.RealPath != "" {
 		out = strings.ReplaceAll(out, s.RealPath, Shown)

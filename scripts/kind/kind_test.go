@@ -1,0 +1,174 @@
+package kind
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// run runs a script of this folder with args, as uid (0: as the test
+// runs), and returns its combined output and exit code.
+func run(t *testing.T, uid int, script string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("./"+script, args...)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// Root runs these: quoting mistakes in a root script are how a path
+// becomes a command. (scripts/shellcheck_test.go checks scripts/*.sh and
+// scripts/containerd/*.sh, not this folder.)
+func TestScriptsPassShellcheck(t *testing.T) {
+	shellcheck, err := exec.LookPath("shellcheck")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("shellcheck is not installed (apt-get install shellcheck); CI must have it")
+		}
+		t.Skip("shellcheck not installed: apt-get install shellcheck")
+	}
+	for _, args := range [][]string{
+		// from the repository root, where the `# shellcheck source=` directives point
+		{"-x", "scripts/kind/build-go.sh", "scripts/kind/component-images.sh", "scripts/kind/versions.sh"},
+		// installed into the kube-proxy and kindnetd images, run by busybox sh
+		{"-s", "sh", "scripts/kind/iptables-wrapper"},
+	} {
+		cmd := exec.Command(shellcheck, args...)
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("shellcheck %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// Bad input gets one line that says what is wrong and what to type, and a
+// non-zero exit, before anything is made or built.
+func TestBadInputIsRefusedInOneLine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the scripts run as root, and so must the test (CI does)")
+	}
+	notOurs := t.TempDir()
+	os.WriteFile(filepath.Join(notOurs, "notes.txt"), []byte("someone's\n"), 0o644)
+	for _, c := range []struct {
+		uid    int
+		script string
+		args   []string
+		want   string
+	}{
+		{0, "build-go.sh", nil, "error: no OUT given; usage: "},
+		{0, "build-go.sh", []string{"/tmp/x", "--fast"}, "error: unknown option --fast; usage: "},
+		{0, "build-go.sh", []string{"/tmp/x", "/tmp/y"}, "error: more than one OUT; usage: "},
+		{65534, "build-go.sh", []string{"/tmp/x"}, "error: run as root (sudo "},
+		{0, "build-go.sh", []string{notOurs}, "is not empty and was not made by build-go.sh"},
+		{0, "component-images.sh", []string{notOurs}, "error: usage: "},
+		{0, "component-images.sh", []string{notOurs, "/"}, "was not made by scripts/kind/build-go.sh (no .kubelet-labs-kind): run it first"},
+		{0, "component-images.sh", []string{"--verify", notOurs}, "was not made by scripts/kind/build-go.sh"},
+	} {
+		out, code := run(t, c.uid, c.script, c.args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code == 0 || len(lines) != 1 || !strings.Contains(out, c.want) {
+			t.Errorf("%s %v (uid %d): exit %d, output:\n%s\nwant one line with %q and a non-zero exit", c.script, c.args, c.uid, code, out, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(notOurs, "notes.txt")); string(b) != "someone's\n" {
+		t.Errorf("a folder the scripts did not make was changed")
+	}
+	if entries, _ := os.ReadDir(notOurs); len(entries) != 1 {
+		t.Errorf("the scripts wrote into a folder they did not make: %v", entries)
+	}
+}
+
+// Root builds kindnetd from the files in kindnetd/, which must be kind's at
+// the pinned commit: build-go.sh pins each file's sha256, and refuses a
+// changed one. This keeps the pins and the files in step.
+func TestKindnetdFilesAreThePinnedOnes(t *testing.T) {
+	script, err := os.ReadFile("build-go.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := regexp.MustCompile(`(?m)^\t"([0-9a-f]{64}) ([^"]+)"$`).FindAllStringSubmatch(string(script), -1)
+	if len(pins) != 5 {
+		t.Fatalf("found %d kindnetd pins in build-go.sh, want 5 (go.mod and four .go files)", len(pins))
+	}
+	for _, p := range pins {
+		b, err := os.ReadFile(filepath.Join("kindnetd", p[2]))
+		if err != nil {
+			t.Errorf("kindnetd/%s: %v", p[2], err)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != p[1] {
+			t.Errorf("kindnetd/%s has sha256 %s, build-go.sh pins %s: root would refuse to build it", p[2], got, p[1])
+		}
+	}
+	goFiles, _ := filepath.Glob("kindnetd/cmd/kindnetd/*.go")
+	if len(goFiles) != 4 {
+		t.Errorf("kindnetd/cmd/kindnetd has %v; build-go.sh builds exactly the four pinned files", goFiles)
+	}
+}
+
+// The trimmed CoreDNS links one package per directive and lists the
+// directives in the order of CoreDNS's plugin.cfg (zdirectives.go): a
+// plugin sees a query after every plugin above it, so the order is
+// behaviour, not style.
+func TestCorednsDirectivesFollowPluginCfg(t *testing.T) {
+	src, err := os.ReadFile("coredns/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var directives, imports []string
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(string(src)))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case l == "var directives = []string{":
+			in = true
+		case in && l == "}":
+			in = false
+		case in:
+			directives = append(directives, strings.Trim(l, `",`))
+		case strings.HasPrefix(l, `_ "github.com/coredns/coredns/plugin/`):
+			imports = append(imports, strings.TrimSuffix(strings.TrimPrefix(l, `_ "github.com/coredns/coredns/plugin/`), `"`))
+		}
+	}
+	// plugin.cfg's order, for the plugins kubeadm's Corefile and log use
+	// (github.com/coredns/coredns@v1.14.2 core/dnsserver/zdirectives.go:12-72)
+	want := []string{"reload", "ready", "health", "prometheus", "errors", "log", "loadbalance", "cache", "kubernetes", "loop", "forward"}
+	if strings.Join(directives, " ") != strings.Join(want, " ") {
+		t.Errorf("coredns/main.go directives: %v\nwant (plugin.cfg order): %v", directives, want)
+	}
+	pkg := map[string]string{"prometheus": "metrics"} // plugin.cfg:42 prometheus:metrics
+	linked := map[string]bool{}
+	for _, i := range imports {
+		linked[i] = true
+	}
+	for _, d := range directives {
+		p := d
+		if q, ok := pkg[d]; ok {
+			p = q
+		}
+		if !linked[p] {
+			t.Errorf("directive %s: its package plugin/%s is not imported, so Caddy would refuse it", d, p)
+		}
+		delete(linked, p)
+	}
+	for p := range linked {
+		t.Errorf("plugin/%s is imported but no directive names it", p)
+	}
+}
