@@ -127,19 +127,7 @@ find_cni_bin >/dev/null || missing+=(containernetworking-plugins)
 command -v gcc >/dev/null || missing+=(gcc)
 # gcc -static needs libc.a
 [ -n "$(find /usr/lib /usr/lib64 -name libc.a -print -quit 2>/dev/null)" ] || missing+=(libc6-dev)
-if [ "${#missing[@]}" -gt 0 ]; then
-	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-	if [ "${LABS_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null; then
-		die "missing: ${missing[*]}; install them with your package manager (Debian/Ubuntu: apt-get install -y --no-install-recommends ${missing[*]})"
-	fi
-	log "installing ${missing[*]} (apt)"
-	t0="$(now)"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	t_apt="$(elapsed "${t0}")"
-	log "installed in ${t_apt}s"
-fi
+install_missing "${missing[@]}"
 CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback) not found"
 # containerd runs the CNI plugins and runc as root: root's, all the way up
 check_root_chain "${CNI_BIN}"

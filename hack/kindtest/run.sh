@@ -148,9 +148,12 @@ done
 "${kubectl_bin}" --kubeconfig "${work}/kubeconfig" get nodes,pods -A -o wide
 
 step "the READMEs of labs ${LABS} against it, as the learner"
+# the tests as make test runs them, with root's Go (lib.sh set PATH to
+# Debian's secure_path, which has none)
+go_bin="$(find_go)"
 (
 	cd "${repo}"
-	LABS_README="${LABS}" LABS_README_KUBECONFIG="${work}/kubeconfig" \
+	PATH="$(dirname "${go_bin}"):${PATH}" LABS_README="${LABS}" LABS_README_KUBECONFIG="${work}/kubeconfig" \
 		go run ./internal/testsummary -count=1 -timeout 90m -run '^TestLabREADMEs$' ./internal/readmerun/
 )
 took "READMEs ${LABS}"

@@ -20,7 +20,11 @@
 #     /var/lib/kubelet-labs/bin first: a TCG compile would take an hour);
 #     then lab 00 and the READMEs of labs 00-05, 11 and 12 with
 #     internal/readmerun (test binary built here); then
-#     `sudo scripts/containerd-down.sh`, which checks it left nothing
+#     `sudo scripts/containerd-down.sh`, which checks it left nothing;
+#     with VMTEST_KIND_LABS (03 by default; "" for none) the kind node image
+#     (built here by scripts/kind/build-image.sh --no-load, the archive
+#     copied in) is `docker load`ed, `kind create cluster` runs as
+#     docs/vm.md §3 says and those labs' READMEs run against it
 #  7. limactl stop, limactl delete, and nothing of the VM left
 #
 # Knobs (environment): VMTEST_DIR (work folder, /var/lib/kubelet-labs-vmtest;
@@ -38,6 +42,7 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${VMTEST_DIR:-/var/lib/kubelet-labs-vmtest}"
 user="${VMTEST_USER:-learner}"
 labs="${VMTEST_LABS:-01,02,03,04,05,11,12}"
+kind_labs="${VMTEST_KIND_LABS-03}"
 name=vmtest
 cd "${repo}"
 
@@ -216,6 +221,13 @@ rm -rf "${work}/gocaches.tar" "${work}/gocache"
 ) >"${work}/gocache.log" 2>&1 &
 gocache_pid=$!
 ls -la "${seed}"
+if [ -n "${kind_labs}" ]; then
+	# the kind node image, as make kind-image builds it, as an archive
+	scripts/kind/build-image.sh --no-load
+	kind_archive="$(bash -c 'source scripts/containerd/lib.sh && echo "${LABS_ROOT}/kind/node-image.tar"')"
+	cp "${kind_archive}" "${work}/node-image.tar"
+	chmod a+r "${work}/node-image.tar"
+fi
 
 # --- 4 ----------------------------------------------------------------------
 step "4. offline Debian 12 image"
@@ -284,6 +296,22 @@ in_vm bash -lc 'sudo scripts/containerd-up.sh'
 
 step "10. inside: READMEs of labs 00 and ${labs} (internal/readmerun)"
 in_vm bash -lc "LABS_README='${labs}' GOCACHE='${work}/gocache' GOMODCACHE='${work}/gomod' /tmp/readmerun.test -test.run '^TestLabREADMEs\$' -test.v -test.timeout 90m 2>&1 | tee /tmp/readmerun.log; exit \${PIPESTATUS[0]}"
+
+if [ -n "${kind_labs}" ]; then
+	step "10k. inside: the kind node image into the VM's Docker (docker load)"
+	lima copy "${work}/node-image.tar" "${name}:/tmp/node-image.tar"
+	in_vm bash -lc 'set -e; docker load -i /tmp/node-image.tar; rm /tmp/node-image.tar'
+	step "10k. inside: kind create cluster --config yaml/kind-config.yaml (docs/vm.md §3)"
+	# shellcheck disable=SC2016 # for the VM's shell to expand
+	in_vm bash -lc 'set -e; unset KUBECONFIG; kind create cluster --config yaml/kind-config.yaml
+for ds in kindnet kube-proxy; do kubectl -n kube-system patch daemonset "$ds" --type merge -p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubelet-labs/kind-node\":\"true\"}}}}}"; done
+kubectl get nodes -o wide'
+	step "10k. inside: READMEs of labs ${kind_labs} against kind (internal/readmerun, LABS_README_KUBECONFIG)"
+	# shellcheck disable=SC2016 # for the VM's shell to expand
+	in_vm bash -lc "LABS_README='${kind_labs}' LABS_README_KUBECONFIG=\$HOME/.kube/config GOCACHE='${work}/gocache' GOMODCACHE='${work}/gomod' /tmp/readmerun.test -test.run '^TestLabREADMEs\$' -test.v -test.timeout 60m 2>&1 | tee /tmp/readmerun-kind.log; exit \${PIPESTATUS[0]}"
+	step "10k. inside: kind delete cluster"
+	in_vm bash -lc 'kind delete cluster && docker network rm kind && docker image rm localhost/kubelet-labs/kind-node:v1.36.3'
+fi
 
 if [ "${VMTEST_KEEP:-}" = 1 ]; then
 	step_end

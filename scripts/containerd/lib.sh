@@ -417,6 +417,25 @@ root_go() {
 	[ "$(go env GOSUMDB)" != off ] || die "GOSUMDB=off in root's go env file: root builds only with the Go checksum database on"
 }
 
+# install_missing PACKAGE...: apt-get installs the Debian packages named
+# (duplicates dropped), or says what to install where there is no apt or
+# LABS_NO_INSTALL=1. Nothing named: nothing done.
+install_missing() {
+	[ "$#" -gt 0 ] || return 0
+	local -a pkgs
+	mapfile -t pkgs < <(printf '%s\n' "$@" | sort -u)
+	if [ "${LABS_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null; then
+		die "missing: ${pkgs[*]}; install them with your package manager (Debian/Ubuntu: apt-get install -y --no-install-recommends ${pkgs[*]})"
+	fi
+	log "installing ${pkgs[*]} (apt)"
+	local t0
+	t0="$(now)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+	t_apt="$(elapsed "${t0}")"
+	log "installed in ${t_apt}s"
+}
+
 # check_learner_group UID GID: the socket and the pod logs go to the user
 # who ran sudo and to GID. Whoever is in that group gets them too, and the
 # socket is root on this machine: GID must be the user's own group (named

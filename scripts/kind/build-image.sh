@@ -16,7 +16,10 @@
 # that goes into the image changed and Docker still has it, it only says
 # so. Prints the image's name and digest last.
 #
-#   sudo scripts/kind/build-image.sh [--force]
+#   sudo scripts/kind/build-image.sh [--force] [--no-load]
+#
+# --no-load: the image as an archive only (for `docker load -i` on another
+# machine, e.g. make vm-test's VM), with no Docker on this one.
 set -euo pipefail
 trap 'echo "build-image: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
@@ -30,15 +33,31 @@ NODE_IMAGE=localhost/kubelet-labs/kind-node:v1.36.3
 KIND_MARKER=.kubelet-labs-kind
 
 force=false
-case "${1:-}" in
---force) force=true ;;
-"") ;;
-*) die "usage: $0 [--force]" ;;
-esac
+load=true
+for a in "$@"; do
+	case "${a}" in
+	--force) force=true ;;
+	--no-load) load=false ;;
+	*) die "usage: $0 [--force] [--no-load]" ;;
+	esac
+done
 
 need_root
-docker_bin="$(root_program docker)" || die "no docker on root's PATH (${ROOT_PATH}): apt-get install docker.io"
-"${docker_bin}" info >/dev/null 2>&1 || die "Docker does not answer (docker info failed): start it (systemctl start docker)"
+docker_bin=""
+if [ "${load}" = true ]; then
+	docker_bin="$(root_program docker)" || die "no docker on root's PATH (${ROOT_PATH}): apt-get install docker.io"
+	"${docker_bin}" info >/dev/null 2>&1 || die "Docker does not answer (docker info failed): start it (systemctl start docker)"
+fi
+
+# What the steps need from Debian: debootstrap (rootfs.sh), a static
+# busybox and gcc with libc.a (component-images.sh: the helper image, the
+# pause program)
+missing=()
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null || true)" = "install ok installed" ] || missing+=(busybox-static)
+command -v gcc >/dev/null || missing+=(gcc)
+[ -n "$(find /usr/lib /usr/lib64 -name libc.a -print -quit 2>/dev/null)" ] || missing+=(libc6-dev)
+install_missing "${missing[@]}"
 
 make_root_tree
 kind_dir="${LABS_ROOT}/kind"
@@ -66,15 +85,24 @@ inputs="$(
 )"
 inputs_sha="$(sha256sum <<<"${inputs}" | cut -d' ' -f1)"
 done_file="${kind_dir}/node-image.done"
-if [ "${force}" = false ] && [ -f "${done_file}" ] && [ "$(sed -n 1p "${done_file}")" = "${inputs_sha}" ] &&
-	[ "$("${docker_bin}" image inspect --format '{{.Id}}' "${NODE_IMAGE}" 2>/dev/null)" = "$(sed -n 2p "${done_file}")" ]; then
+if [ "${force}" = false ] && [ -f "${done_file}" ] && [ -f "${kind_dir}/node-image.tar" ] &&
+	[ "$(sed -n 1p "${done_file}")" = "${inputs_sha}" ]; then
 	log "node image: reused (nothing that goes into it changed)"
+	if [ "${load}" = true ] &&
+		[ "$("${docker_bin}" image inspect --format '{{.Id}}' "${NODE_IMAGE}" 2>/dev/null)" != "$(sed -n 2p "${done_file}")" ]; then
+		log "node image: docker load (Docker had not this one)"
+		"${docker_bin}" load -i "${kind_dir}/node-image.tar" >/dev/null
+	fi
 else
-	"${here}/node-image.sh" "${kind_dir}/rootfs" "${kind_dir}" "${ctrd}" "${NODE_IMAGE}"
-	printf '%s\n%s\n' "${inputs_sha}" "$("${docker_bin}" image inspect --format '{{.Id}}' "${NODE_IMAGE}")" >"${done_file}"
+	NODE_IMAGE_LOAD="${load}" "${here}/node-image.sh" "${kind_dir}/rootfs" "${kind_dir}" "${ctrd}" "${NODE_IMAGE}"
+	printf '%s\n%s\n' "${inputs_sha}" "$(cat "${kind_dir}/node-image.id")" >"${done_file}"
 fi
 
-id="$("${docker_bin}" image inspect --format '{{.Id}}' "${NODE_IMAGE}")"
-size="$("${docker_bin}" image inspect --format '{{.Size}}' "${NODE_IMAGE}")"
 log "kind image ready in $(elapsed "${start}") s"
-echo "${NODE_IMAGE} ${id} ($((size / 1024 / 1024)) MiB; archive for docker load: ${kind_dir}/node-image.tar)"
+if [ "${load}" = true ]; then
+	id="$("${docker_bin}" image inspect --format '{{.Id}}' "${NODE_IMAGE}")"
+	size="$("${docker_bin}" image inspect --format '{{.Size}}' "${NODE_IMAGE}")"
+	echo "${NODE_IMAGE} ${id} ($((size / 1024 / 1024)) MiB; archive for docker load: ${kind_dir}/node-image.tar)"
+else
+	echo "${NODE_IMAGE} $(cat "${kind_dir}/node-image.id") (not loaded: docker load -i ${kind_dir}/node-image.tar)"
+fi

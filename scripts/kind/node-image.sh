@@ -33,6 +33,7 @@
 #      136-143), written as a `docker save` archive and `docker load`ed
 #      (Docker 20.10 loads no bare OCI layout). The archive stays in
 #      KIND_DIR: `docker load -i` it on another machine (the VM).
+#      NODE_IMAGE_LOAD=false: the archive only, no Docker needed.
 set -euo pipefail
 trap 'echo "node-image: line ${LINENO}: \"${BASH_COMMAND}\" failed" >&2' ERR
 
@@ -54,7 +55,10 @@ for p in "${rootfs}" "${kind_out}" "${ctrd}"; do check_root_owned "${p}"; done
 for b in containerd ctr containerd-shim-runc-v2; do [ -x "${ctrd}/${b}" ] || die "no ${ctrd}/${b}: run scripts/build-containerd.sh"; done
 for b in kubeadm kubelet kubectl crictl; do [ -x "${kind_out}/bin/${b}" ] || die "no ${kind_out}/bin/${b}: run scripts/kind/build-go.sh"; done
 [ -f "${kind_out}/images/images.txt" ] || die "no ${kind_out}/images/images.txt: run scripts/kind/component-images.sh"
-docker_bin="$(root_program docker)" || die "no docker on root's PATH (${ROOT_PATH}): apt-get install docker.io"
+docker_bin=""
+if [ "${NODE_IMAGE_LOAD:-true}" = true ]; then
+	docker_bin="$(root_program docker)" || die "no docker on root's PATH (${ROOT_PATH}): apt-get install docker.io"
+fi
 
 start="$(now)"
 work="$(mktemp -d "${kind_out}/.node-image.XXXXXX")"
@@ -195,8 +199,11 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "${img}" -cf "
 mv -- "${kind_out}/node-image.tar.new" "${kind_out}/node-image.tar"
 rm -rf -- "${img}"
 
-log "node image: docker load"
-"${docker_bin}" load -i "${kind_out}/node-image.tar" >/dev/null
-id="$("${docker_bin}" image inspect --format '{{.Id}}' "${name}")"
-[ "${id}" = "sha256:${cfg_sha}" ] || die "docker has ${name} as ${id}, the archive's config is sha256:${cfg_sha}"
+echo "sha256:${cfg_sha}" >"${kind_out}/node-image.id"
+if [ "${NODE_IMAGE_LOAD:-true}" = true ]; then
+	log "node image: docker load"
+	"${docker_bin}" load -i "${kind_out}/node-image.tar" >/dev/null
+	id="$("${docker_bin}" image inspect --format '{{.Id}}' "${name}")"
+	[ "${id}" = "sha256:${cfg_sha}" ] || die "docker has ${name} as ${id}, the archive's config is sha256:${cfg_sha}"
+fi
 log "node image: ${name} in $(elapsed "${start}") s"
