@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,7 +60,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := EnsureBinaries(cfg.ModuleRoot, cfg.BinDir, cfg.Progress); err != nil {
 		return nil, err
 	}
-	if cp.pki, err = EnsurePKI(cfg.pkiDir()); err != nil {
+	if cp.pki, err = EnsurePKI(cfg.pkiDir(), cfg.apiserverIP()); err != nil {
 		return nil, err
 	}
 	if cfg.Fresh {
@@ -128,7 +129,11 @@ func (cp *ControlPlane) apiserverArgs() []string {
 	c := &cp.cfg
 	p := cp.pki
 	return []string{
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		// One address, loopback unless the learner names another
+		// (Config.APIServerAddress): kubeadm advertises its node's address
+		// (cmd/kubeadm/app/phases/controlplane/manifests.go:187) and binds
+		// every interface; we bind only the one named.
+		"--bind-address=" + c.APIServerAddress, "--advertise-address=" + c.APIServerAddress,
 		"--secure-port=" + strconv.Itoa(c.APIServerPort),
 		// A 127.0.0.1 advertise address is refused by the default lease
 		// endpoint reconciler; one apiserver needs no reconciling.
@@ -284,9 +289,10 @@ func (cp *ControlPlane) Stop() error {
 	return errors.Join(errs...)
 }
 
-// URL is the apiserver's address.
+// URL is the apiserver's address: on 127.0.0.1 unless
+// Config.APIServerAddress names another.
 func (cp *ControlPlane) URL() string {
-	return "https://127.0.0.1:" + strconv.Itoa(cp.cfg.APIServerPort)
+	return "https://" + net.JoinHostPort(cp.cfg.APIServerAddress, strconv.Itoa(cp.cfg.APIServerPort))
 }
 
 // Config returns the configuration after defaults (ports chosen).

@@ -15,7 +15,8 @@
 //  3. start etcd, then kube-apiserver, wait for /readyz, then
 //     kube-controller-manager (it exits when RBAC is not ready yet), wait
 //     for its /healthz — every one of them TLS with client authentication on
-//     127.0.0.1;
+//     127.0.0.1 (the apiserver on Config.APIServerAddress, when one is
+//     named: the one way to open it to another network);
 //  4. write the admin kubeconfig and the RBAC the apiserver needs to reach
 //     kubelets.
 //

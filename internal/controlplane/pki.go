@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -71,14 +72,18 @@ var loopbackIPs = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 // service's ClusterIP, which in-cluster clients dial.
 var serviceIP = net.ParseIP("10.0.0.1")
 
-func leafSpecs() []certSpec {
+// leafSpecs lists every certificate; apiserverIPs are the addresses the
+// apiserver serves on besides the service IP and loopback (its
+// --advertise-address), which its certificate must name for clients
+// there to verify it.
+func leafSpecs(apiserverIPs []net.IP) []certSpec {
 	server := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	return []certSpec{
 		{name: apiserverName, ca: CAName, cn: "kube-apiserver", usages: server,
 			dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-			ips: append([]net.IP{serviceIP}, loopbackIPs...)},
+			ips: uniqueIPs(append(append([]net.IP{serviceIP}, loopbackIPs...), apiserverIPs...))},
 		{name: apiserverKubeletClientName, ca: CAName, cn: APIServerKubeletClientUser, usages: client},
 		{name: adminName, ca: CAName, cn: "kubernetes-admin", orgs: []string{"system:masters"}, usages: client},
 		{name: controllerManagerName, ca: CAName, cn: "system:kube-controller-manager", usages: client},
@@ -90,10 +95,27 @@ func leafSpecs() []certSpec {
 	}
 }
 
+// uniqueIPs drops repeats (127.0.0.1 named as the apiserver's address),
+// keeping the order.
+func uniqueIPs(ips []net.IP) []net.IP {
+	var out []net.IP
+	seen := map[string]bool{}
+	for _, ip := range ips {
+		if !seen[ip.String()] {
+			seen[ip.String()] = true
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
 // EnsurePKI loads the PKI in dir or generates what is missing. Reusing it
 // keeps a learner's kubeconfigs and service-account tokens valid across
-// restarts of lab 00.
-func EnsurePKI(dir string) (*PKI, error) {
+// restarts of lab 00. apiserverIPs are the addresses the apiserver's serving
+// certificate must name besides loopback and the service IP; a certificate
+// that names other addresses than these is issued again (same CA, so every
+// kubeconfig stays valid).
+func EnsurePKI(dir string, apiserverIPs ...net.IP) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
@@ -105,7 +127,7 @@ func EnsurePKI(dir string) (*PKI, error) {
 		}
 		cas[name] = &PKI{Dir: dir, CACert: cert, CAKey: key}
 	}
-	for _, s := range leafSpecs() {
+	for _, s := range leafSpecs(apiserverIPs) {
 		if err := ensureLeaf(dir, s, cas[s.ca]); err != nil {
 			return nil, err
 		}
@@ -141,10 +163,12 @@ func loadOrCreateCA(dir, name string) (*x509.Certificate, crypto.Signer, error) 
 func ensureLeaf(dir string, s certSpec, ca *PKI) error {
 	if pkiutil.CertOrKeyExist(dir, s.name) {
 		cert, _, err := pkiutil.TryLoadCertAndKeyFromDisk(dir, s.name)
-		if err == nil && pkiutil.VerifyCertChain(cert, nil, ca.CACert) == nil && time.Now().Before(cert.NotAfter.Add(-24*time.Hour)) {
+		if err == nil && pkiutil.VerifyCertChain(cert, nil, ca.CACert) == nil && time.Now().Before(cert.NotAfter.Add(-24*time.Hour)) &&
+			sameNames(cert, s) {
 			return nil
 		}
-		// Unreadable, expiring or from another CA: issue it again.
+		// Unreadable, expiring, from another CA or for other addresses
+		// (lab 00 started with another --apiserver-address): issue it again.
 	}
 	cert, key, err := NewSignedCertAndKey(ca.CACert, ca.CAKey, s.cn, s.orgs, s.usages, s.dns, s.ips)
 	if err != nil {
@@ -154,6 +178,27 @@ func ensureLeaf(dir string, s certSpec, ca *PKI) error {
 		return fmt.Errorf("pki: write %s: %w", s.name, err)
 	}
 	return nil
+}
+
+// sameNames: the certificate names exactly the spec's DNS names and IPs.
+// Exactly, not "at least": the certificate says where the apiserver serves
+// now, not every network it was once opened to.
+func sameNames(cert *x509.Certificate, s certSpec) bool {
+	set := func(xs []string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	ipStrings := func(ips []net.IP) []string {
+		var out []string
+		for _, ip := range ips {
+			out = append(out, ip.String())
+		}
+		return out
+	}
+	return maps.Equal(set(cert.DNSNames), set(s.dns)) && maps.Equal(set(ipStrings(cert.IPAddresses)), set(ipStrings(s.ips)))
 }
 
 // NewSignedCertAndKey issues an ECDSA key and a certificate signed by the

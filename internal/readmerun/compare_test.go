@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 		"<!-- run: background ready=\"ready in\" session timeout=20m -->", "```sh", "go run ./labs/00-cluster", "```",
 		"<!-- output -->", "```text", "ready in 2.9s", "```",
 		"<!-- run -->", "```sh", "kubectl get nodes", "```",
-		"<!-- run: exit=1 -->", "```sh", "go run ./labs/03-bootstrap-token --token nope", "```",
+		"<!-- run: exit=1 lab00 -->", "```sh", "go run ./labs/03-bootstrap-token --token nope", "```",
 		"<!-- run: skip reason=\"needs a VM\" -->", "```sh", "limactl start vm.yaml", "```",
 		"```text", "not checked", "```",
 	}, "\n")
@@ -69,6 +69,9 @@ func TestParse(t *testing.T) {
 	b := blocks[0]
 	if b.Kind != Background || b.Ready != "ready in" || !b.Session || b.Timeout.Minutes() != 20 || b.Output == nil || *b.Output != "ready in 2.9s\n" {
 		t.Errorf("block 1: %+v", b)
+	}
+	if blocks[1].Lab00 || !blocks[2].Lab00 {
+		t.Errorf("only block 3 is marked lab00: %+v %+v", blocks[1], blocks[2])
 	}
 	if blocks[2].Exit != 1 || blocks[3].Kind != Skip || blocks[3].Reason != "needs a VM" {
 		t.Errorf("blocks 3-4: %+v %+v", blocks[2], blocks[3])

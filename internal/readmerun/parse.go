@@ -31,6 +31,10 @@ type Block struct {
 	Session bool          // Background: keep it until all READMEs ran
 	Timeout time.Duration // 0: the runner's default
 	Reason  string        // Skip: why it cannot run
+	// Lab00 marks a block that shows what lab 00's cluster does where
+	// another differs by design (run: lab00): on a cluster given with
+	// UseCluster it is shown, not run.
+	Lab00 bool
 	// Output is the ```text block marked <!-- output --> that follows, if
 	// any; OutputLine its line.
 	Output     *string
@@ -136,7 +140,7 @@ func Parse(md []byte) ([]Block, error) {
 }
 
 // parseMarker reads `run`, `run: exit=1 timeout=5m`, `run: background
-// ready="text" session`, `run: skip reason="text"`.
+// ready="text" session`, `run: skip reason="text"`, `run: exit=1 lab00`.
 func parseMarker(m string) (Block, error) {
 	var b Block
 	rest, ok := strings.CutPrefix(m, "run")
@@ -169,6 +173,8 @@ func parseMarker(m string) (Block, error) {
 			b.Kind = Skip
 		case "session":
 			b.Session = true
+		case "lab00":
+			b.Lab00 = true
 		case "ready":
 			b.Ready = val
 		case "reason":

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // Lab 01 runs fake nodes (the real kubelet): the checks look at the Nodes
@@ -35,7 +36,7 @@ func checkLab01(ctx context.Context, e *Env) []Result {
 	}
 	return []Result{
 		lab01Registered(ctx, kube, "fake-node-1"),
-		lab01Bootstrap(e, "fake-node-1"),
+		lab01Bootstrap(ctx, e, "fake-node-1"),
 		lab01Lease(ctx, kube, "fake-node-1"),
 		lab01Pod(ctx, e, kube),
 		lab01TokenJoin(ctx, kube),
@@ -62,7 +63,7 @@ func lab01Registered(ctx context.Context, kube kubernetes.Interface, name string
 
 // lab01Bootstrap: the client certificate the TLS bootstrap got, signed by
 // the cluster CA, and the serving certificate the lab approved.
-func lab01Bootstrap(e *Env, name string) Result {
+func lab01Bootstrap(ctx context.Context, e *Env, name string) Result {
 	hint := "start the node (./boot.sh): its kubelet asks for both certificates"
 	pki := e.StatePath("nodes", name, "pki")
 	client, err := lab01Cert(filepath.Join(pki, "kubelet-client-current.pem"))
@@ -73,12 +74,18 @@ func lab01Bootstrap(e *Env, name string) Result {
 	if client.Subject.CommonName != want || !slices.Contains(client.Subject.Organization, "system:nodes") {
 		return NotYet(fmt.Sprintf("the client certificate is CN=%s O=%v, not %s in system:nodes", client.Subject.CommonName, client.Subject.Organization, want), hint)
 	}
-	ca, err := lab00Cert(e.StatePath("cluster", "pki", "ca.crt"))
+	// the CA the cluster's nodes trust (kube-public/cluster-info, as a
+	// joining node finds it): lab 00's pki/ca.crt there, kubeadm's on kind
+	_, caPEM, err := e.ClusterCA(ctx)
 	if err != nil {
 		return NotYet("the cluster CA: "+err.Error(), "start lab 00: go run ./labs/00-cluster")
 	}
-	if err := client.CheckSignatureFrom(ca); err != nil {
-		return NotYet("the client certificate is not signed by lab 00's cluster CA ("+err.Error()+")", "remove nodes/"+name+" and start the node again: ./boot.sh")
+	cas, err := certutil.ParseCertsPEM(caPEM)
+	if err != nil || len(cas) == 0 {
+		return NotYet(fmt.Sprintf("the cluster CA: no certificate (%v)", err), "start lab 00: go run ./labs/00-cluster")
+	}
+	if err := client.CheckSignatureFrom(cas[0]); err != nil {
+		return NotYet("the client certificate is not signed by the cluster CA ("+err.Error()+")", "remove nodes/"+name+" and start the node again: ./boot.sh")
 	}
 	if _, err := lab01Cert(filepath.Join(pki, "kubelet-server-current.pem")); err != nil {
 		return NotYet("no serving certificate (the kubelet-serving CSR the lab approves): "+err.Error(), hint)

@@ -5,12 +5,14 @@
 // foreground; Ctrl-C (or SIGTERM) stops every component.
 //
 //	go run ./labs/00-cluster
+//	go run ./labs/00-cluster --apiserver-address 172.18.0.1   # the apiserver on a kind bridge instead
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -29,7 +31,9 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "00-cluster",
 		Flags: func(fs *flag.FlagSet) {
-			fs.IntVar(&o.cp.APIServerPort, "apiserver-port", controlplane.DefaultAPIServerPort, "kube-apiserver secure port on 127.0.0.1")
+			fs.StringVar(&o.cp.APIServerAddress, "apiserver-address", "127.0.0.1",
+				"the one address kube-apiserver listens on and the admin kubeconfig names; another address of this machine (a kind bridge's, e.g. 172.18.0.1) makes the apiserver reachable from that network — TLS and a client certificate still required — and joins its certificate's names")
+			fs.IntVar(&o.cp.APIServerPort, "apiserver-port", controlplane.DefaultAPIServerPort, "kube-apiserver secure port on --apiserver-address")
 			fs.IntVar(&o.cp.EtcdPort, "etcd-port", controlplane.DefaultEtcdPort, "etcd client port on 127.0.0.1")
 			fs.IntVar(&o.cp.EtcdPeerPort, "etcd-peer-port", controlplane.DefaultEtcdPeerPort, "etcd peer port on 127.0.0.1")
 			fs.IntVar(&o.cp.ControllerManagerPort, "controller-manager-port", controlplane.DefaultControllerManagerPort, "kube-controller-manager secure port on 127.0.0.1")
@@ -76,6 +80,10 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 		return err
 	}
 	c := cp.Config()
+	if ip := net.ParseIP(c.APIServerAddress); !ip.IsLoopback() {
+		// said before the banner, so whoever reads the URL reads this too
+		out.Printf("kube-apiserver listens on %s, not loopback: reachable from that network (TLS, client certificates only)", c.APIServerAddress)
+	}
 	out.Printf(`
 control plane (Kubernetes %s) ready in %s
   apiserver                  %s

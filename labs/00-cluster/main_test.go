@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"net"
 	"os"
 	"os/exec"
@@ -169,4 +171,75 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestAPIServerAddressServesThereOnly: --apiserver-address opens the
+// apiserver on that one address — what a kind cluster's pods reach when it
+// is the kind bridge's. 127.0.0.2 stands in for it (every Linux machine has
+// it, on lo): the lab prints it, the admin kubeconfig names it, kubectl
+// verifies the serving certificate for it (so the certificate names it),
+// and 127.0.0.1 no longer answers on that port.
+func TestAPIServerAddressServesThereOnly(t *testing.T) {
+	const addr = "127.0.0.2"
+	l := startLab(t, newStateDir(t), "--apiserver-address="+addr)
+	l.WaitFor(t, ready, 3*time.Minute)
+	url := "https://" + addr + ":" + strconv.Itoa(l.ports[0])
+
+	if !strings.Contains(l.Output(), "apiserver                  "+url+"\n") {
+		t.Errorf("the lab does not print the apiserver as %s:\n%s", url, l.Output())
+	}
+	if got := strings.TrimSpace(l.kubectl(t, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")); got != url {
+		t.Errorf("the admin kubeconfig names %q, want %q", got, url)
+	}
+	// kubectl verifies the serving certificate against the cluster CA and
+	// the address it dials: this answers only if the certificate names it
+	if got := l.kubectl(t, "get", "--raw", "/readyz"); strings.TrimSpace(got) != "ok" {
+		t.Errorf("kubectl get --raw /readyz on %s = %q, want ok", url, got)
+	}
+	crt, err := os.ReadFile(filepath.Join(l.stateDir, "cluster", "pki", "apiserver.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(crt)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.VerifyHostname(addr) != nil {
+		t.Errorf("the serving certificate names %v, not %s", cert.IPAddresses, addr)
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.ports[0])), 5*time.Second); err == nil {
+		c.Close()
+		t.Errorf("127.0.0.1:%d answers too: the apiserver should listen on %s only", l.ports[0], addr)
+	}
+
+	pids := l.childPids()
+	l.Signal(os.Interrupt)
+	if !l.WaitExit(90 * time.Second) {
+		t.Fatal("lab did not exit after Ctrl-C")
+	}
+	testenv.AssertGone(t, pids, l.ports)
+}
+
+// TestAPIServerAddressRefusesWhatIsNotOneLocalAddress: a name, every
+// interface at once, an address of no interface — each a one-line error
+// naming the flag, and nothing started.
+func TestAPIServerAddressRefusesWhatIsNotOneLocalAddress(t *testing.T) {
+	bin := testenv.BuildLab(t, "./labs/00-cluster")
+	for addr, want := range map[string]string{
+		"kind-bridge":  `--apiserver-address "kind-bridge" is not an IP address`,
+		"0.0.0.0":      "--apiserver-address 0.0.0.0 would open the apiserver on every network of this machine",
+		"198.51.100.7": "--apiserver-address 198.51.100.7 is not an address of this machine",
+	} {
+		stateDir := newStateDir(t)
+		out, code := testenv.RunProgram(t, bin, []string{"LABS_STATE_DIR=" + stateDir},
+			"--apiserver-address="+addr, "--apiserver-port="+strconv.Itoa(freePort(t)), "--etcd-port="+strconv.Itoa(freePort(t)),
+			"--etcd-peer-port="+strconv.Itoa(freePort(t)), "--controller-manager-port="+strconv.Itoa(freePort(t)))
+		if code == 0 || !strings.Contains(out, want) {
+			t.Errorf("--apiserver-address=%s: exit %d, want non-zero and %q:\n%s", addr, code, want, out)
+		}
+		if strings.Contains(out, "started ") || strings.Contains(out, "panic") {
+			t.Errorf("--apiserver-address=%s: something started or panicked:\n%s", addr, out)
+		}
+	}
 }

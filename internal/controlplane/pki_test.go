@@ -1,0 +1,63 @@
+package controlplane_test
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"kubelet-labs/internal/controlplane"
+)
+
+// The apiserver's certificate follows the address lab 00 serves on: named
+// when --apiserver-address names it, gone again when lab 00 is back on
+// loopback — and issued by the same CA throughout, so every kubeconfig and
+// node certificate made in between stays valid.
+func TestServingCertificateNamesTheAPIServerAddress(t *testing.T) {
+	dir := t.TempDir()
+	bridge := net.ParseIP("172.18.0.1")
+	names := func() []string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, "apiserver.crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ip := range cert.IPAddresses {
+			out = append(out, ip.String())
+		}
+		return out
+	}
+
+	first, err := controlplane.EnsurePKI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); slices.Contains(got, "172.18.0.1") || !slices.Contains(got, "127.0.0.1") {
+		t.Errorf("on loopback the certificate names %v: want 127.0.0.1 and not 172.18.0.1", got)
+	}
+	opened, err := controlplane.EnsurePKI(dir, bridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Contains(got, "172.18.0.1") || !slices.Contains(got, "127.0.0.1") {
+		t.Errorf("with the apiserver on 172.18.0.1 the certificate names %v: want both", got)
+	}
+	if !opened.CACert.Equal(first.CACert) {
+		t.Error("naming an address made a new CA: every kubeconfig would break")
+	}
+	if _, err := controlplane.EnsurePKI(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); slices.Contains(got, "172.18.0.1") {
+		t.Errorf("back on loopback the certificate still names %v", got)
+	}
+}
