@@ -112,3 +112,13 @@ kind-image:
 .PHONY: kind-test
 kind-test:
 	hack/kindtest/run.sh
+
+## fleet-test: lab 18's fleet mode beyond one machine (root, Docker):
+## its shards as the StatefulSet of labs/18-mykubelet/shards in a kind
+## cluster (the management cluster), their nodes Ready in a lab 00 started
+## on the kind bridge's address (--apiserver-address); one shard's pod
+## deleted, it comes back and its nodes' Leases are renewed. FLEET_NODES=10
+## per shard. hack/kindtest/fleet.sh
+.PHONY: fleet-test
+fleet-test:
+	hack/kindtest/fleet.sh
