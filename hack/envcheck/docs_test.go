@@ -31,6 +31,10 @@ func TestDocsMatchVM(t *testing.T) {
 			"limactl start --name=kubelet-labs vm.yaml",
 			"limactl shell kubelet-labs",
 			"kind create cluster --config yaml/kind-config.yaml",
+			"make kind-image",
+			// §3 keeps kind's DaemonSets on the node the config labels
+			`kubectl -n kube-system patch daemonset kindnet --type merge -p '{"spec":{"template":{"spec":{"nodeSelector":{"kubelet-labs/kind-node":"true"}}}}}'`,
+			`kubectl -n kube-system patch daemonset kube-proxy --type merge -p '{"spec":{"template":{"spec":{"nodeSelector":{"kubelet-labs/kind-node":"true"}}}}}'`,
 			"export KUBECONFIG=$HOME/.kube/config",
 			"docker cp kind-control-plane:/etc/kubernetes/pki/ca.crt",
 			"sudo scripts/containerd-up.sh",

@@ -64,6 +64,16 @@ func TestKindConfig(t *testing.T) {
 			t.Errorf("nodes[%d].image = %s, want %s, the image scripts/kind/build-image.sh builds", i, n.Image, nodeImage)
 		}
 	}
+	// kind's own nodes carry the label docs/vm.md §3 and hack/kindtest pin
+	// kind's DaemonSets to (TestDocsMatchVM checks the docs' commands)
+	for i, n := range c.Nodes {
+		if n.Labels["kubelet-labs/kind-node"] != "true" {
+			t.Errorf("nodes[%d] has no label kubelet-labs/kind-node=true: kind's DaemonSets would run on the labs' nodes", i)
+		}
+	}
+	if !strings.Contains(string(readRepoFile(t, "hack/kindtest/run.sh")), `{"nodeSelector":{"kubelet-labs/kind-node":"true"}}`) {
+		t.Errorf("hack/kindtest/run.sh does not pin kind's DaemonSets to kubelet-labs/kind-node=true as docs/vm.md §3 does")
+	}
 	if controlPlanes != 1 {
 		t.Errorf("%d control-plane nodes, want 1", controlPlanes)
 	}

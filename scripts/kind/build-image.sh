@@ -75,11 +75,15 @@ start="$(now)"
 "${here}/component-images.sh" "${kind_dir}" "${kind_dir}/rootfs"
 
 # What goes into the image, as one hash: when it matches the last build's
-# and Docker has that image, there is nothing to do.
+# and Docker has that image, there is nothing to do. The steps above
+# rewrite a file only when they rebuild it, so each file's size, time and
+# inode say whether it changed, without reading a gigabyte of it; the
+# scripts by their content.
 ctrd="${LABS_ROOT}/bin/containerd-$(sed -n 's/^CONTAINERD2_VERSION=//p' "${here}/../containerd/lib.sh")"
 inputs="$(
 	cat "${kind_dir}/rootfs/.kubelet-labs-rootfs"
-	sha256sum "${here}/node-image.sh" "${ctrd}"/containerd "${ctrd}"/ctr "${ctrd}"/containerd-shim-runc-v2 \
+	sha256sum "${here}/node-image.sh" "${here}/versions.sh"
+	stat -c '%n %s %Y %i' "${ctrd}"/containerd "${ctrd}"/ctr "${ctrd}"/containerd-shim-runc-v2 \
 		"${kind_dir}"/bin/* "${kind_dir}"/images/*.tar | sed "s|${kind_dir}/||"
 	echo "${NODE_IMAGE}"
 )"
