@@ -16,6 +16,8 @@ TEST_TIMEOUT ?= 45m
 # ours: it runs without -race. hack/conformance (upstream's node
 # conformance e2e tests, a nested module at upstream's test dependency
 # versions) runs a fixed slice of specs against lab 18 the same way.
+# scripts/kind/kindnetd (the kind node image's network agent, its own
+# module so the course's does not build it) runs its unit tests too.
 # client-go's cache mutation detector is on for every test and every lab a
 # test runs, as in upstream's own test runs (hack/make-rules/test.sh:28-29,
 # v1.36.3): each
@@ -34,7 +36,7 @@ CONFORMANCE_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 ## every skipped test and why (internal/testsummary; the exit code is go
 ## test's)
 test:
-	go run ./internal/testsummary $(GO_TEST_FLAGS) ./... --- -C hack/envcheck $(ENVCHECK_FLAGS) ./... --- -C hack/conformance $(CONFORMANCE_FLAGS) ./...
+	go run ./internal/testsummary $(GO_TEST_FLAGS) ./... --- -C hack/envcheck $(ENVCHECK_FLAGS) ./... --- -C hack/conformance $(CONFORMANCE_FLAGS) ./... --- -C scripts/kind/kindnetd $(GO_TEST_FLAGS) ./...
 
 ## build: build the control plane binaries into the state folder (.labs/bin)
 build:

@@ -247,7 +247,7 @@ dest="${home}/src/kubelet-labs"
 rm -rf "${work}/src" "${work}/src.tar"
 mkdir -p "${work}/src"
 git clone -q --no-hardlinks "${repo}" "${work}/src/kubelet-labs"
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "${work}/src/kubelet-labs" -xf -
+git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -C "${work}/src/kubelet-labs" -xf -
 tar -C "${work}/src" -cf "${work}/src.tar" kubelet-labs
 rm -rf "${work}/src"
 chmod a+r "${work}/src.tar"

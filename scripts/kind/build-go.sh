@@ -10,7 +10,7 @@
 #   etcd                                  go.etcd.io/etcd/server/v3
 #   coredns                               scripts/kind/coredns/main.go: CoreDNS
 #                                         with only the plugins kubeadm's Corefile uses
-#   kindnetd                              scripts/kind/kindnetd: kind's source, pinned
+#   kindnetd                              scripts/kind/kindnetd: ours, mirroring kind's
 #   local-path-provisioner                github.com/rancher/local-path-provisioner
 #   crictl                                sigs.k8s.io/cri-tools (the node's /usr/local/bin)
 #   kind                                  sigs.k8s.io/kind (the CLI, for the host)
@@ -46,9 +46,11 @@
 #     packages they share.
 #   - etcd's go.mod replaces its sibling modules with ../ paths, so
 #     `go install` refuses it: it gets a generated go.mod too.
-#   - kindnetd: the proxy serves no version of its module, so kind's files
-#     are in the repository (scripts/kind/kindnetd/NOTICE); each is checked
-#     against its sha256 below before root builds it.
+#   - kindnetd: the proxy serves no version of kind's module, so
+#     scripts/kind/kindnetd is a compact one of ours (its main.go says what
+#     of kind's it mirrors), a module of its own. Root builds copies of
+#     exactly the files named below, from a go.mod with plain requirements
+#     only, and the recipe holds each file's sha256.
 #
 #   - The builds are reproducible: -trimpath, fixed stamps (the tag's date
 #     as the proxy records it), and go.mod files that do not depend on what
@@ -86,15 +88,11 @@ done
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 ${out}): root runs these programs, so they are built in root's folder, from root's caches"
 KIND_MARKER=.kubelet-labs-kind
 
-# kind's files, as copied from kind at KINDNETD_COMMIT (NOTICE): root builds
-# them only as published. go.sum is not used (go resolves it itself).
-KINDNETD_SOURCES=(
-	"8e04640795ae8299e8fa878361c83dec73ecf9710482140f375c85175bd3e700 go.mod"
-	"ffda993d262bf05076cf7943b5069bd1e4e36565e6823d185ae622210cb1ea11 cmd/kindnetd/cni.go"
-	"ab4ef66be2e0fbbbf220b8de54a751b9e5fc9b203b4f216f2ad413de5f2c9197 cmd/kindnetd/main.go"
-	"70884bba729bb9cba15c99ab55545c92557bf354b2249a5a32cbd7fbe6780284 cmd/kindnetd/masq.go"
-	"240e243e7d26e7f9cdf5dc795d8bc8e8e73c6e351f0a575e279aa44562a49f91 cmd/kindnetd/routes.go"
-)
+# kindnetd's sources (scripts/kind/kindnetd): root builds copies of these
+# and nothing else of that folder (kind_test.go keeps the list and the
+# folder in step). go.sum is not used: go resolves it against the checksum
+# database itself.
+KINDNETD_SOURCES=(go.mod main.go cni.go routes.go masq.go)
 K8S_PROGRAMS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 
 # Nothing of the folder sudo was typed in: its go.mod or go.work would pick
@@ -148,8 +146,7 @@ reports() { # NAME
 	coredns) "${b}" -version | sed -n 1p ;;
 	local-path-provisioner | crictl) "${b}" --version ;;
 	kind) "${b}" version ;;
-	# no version flag: the stamp says which source it was built from
-	kindnetd) echo "kindnetd ${KINDNETD_COMMIT}" ;;
+	kindnetd) "${b}" -version ;;
 	esac 2>/dev/null || true
 }
 # expect NAME: what reports NAME must contain.
@@ -159,7 +156,7 @@ expect() { # NAME
 	kubelet | kube-*) echo "Kubernetes ${KUBERNETES_VERSION}" ;;
 	etcd) echo "etcd Version: ${ETCD_VERSION#v}" ;;
 	coredns) echo "CoreDNS-${COREDNS_VERSION#v}" ;;
-	kindnetd) echo "${KINDNETD_COMMIT}" ;;
+	kindnetd) echo "kind kindnetd ${KINDNETD_COMMIT:0:8}" ;;
 	local-path-provisioner) echo "${LOCAL_PATH_PROVISIONER_VERSION}" ;;
 	crictl) echo "crictl version ${CRI_TOOLS_VERSION#v}" ;;
 	kind) echo "kind ${KIND_VERSION} " ;;
@@ -362,28 +359,33 @@ build_coredns() {
 }
 
 build_kindnetd() {
-	local t0 recipe dir src="${here}/kindnetd" e want f ldflags="-s -w" json
+	local t0 recipe dir src="${here}/kindnetd" f sums="" ldflags="-s -w" json
 	t0="$(now)"
-	recipe="sigs.k8s.io/kind/images/kindnetd ${KINDNETD_COMMIT} ${go_version} CGO_ENABLED=0 -trimpath -ldflags ${ldflags}"
+	for f in "${KINDNETD_SOURCES[@]}"; do
+		{ [ -f "${src}/${f}" ] && [ ! -L "${src}/${f}" ]; } || die "${src}/${f}: missing, or not a regular file"
+		sums+=" ${f} $(sha "${src}/${f}")"
+	done
+	recipe="kubelet-labs.local/kind/kindnetd${sums} ${go_version} CGO_ENABLED=0 -trimpath -ldflags ${ldflags}"
 	if reusable kindnetd "${recipe}"; then report kindnetd reused "$(elapsed "${t0}")"; return; fi
 	dir="$(write_gomod kindnetd </dev/null)"
-	mkdir -p "${dir}/cmd/kindnetd"
-	for e in "${KINDNETD_SOURCES[@]}"; do
-		want="${e%% *}" f="${e#* }"
-		{ [ -f "${src}/${f}" ] && [ ! -L "${src}/${f}" ]; } || die "${src}/${f}: missing, or not a regular file"
+	# root's copies: what is built is what was hashed, whatever happens to
+	# the repository's files meanwhile
+	sums=""
+	for f in "${KINDNETD_SOURCES[@]}"; do
 		install -m 0644 "${src}/${f}" "${dir}/${f}"
-		[ "$(sha "${dir}/${f}")" = "${want}" ] ||
-			die "${src}/${f} is not kind's file at ${KINDNETD_COMMIT} (sha256 $(sha "${dir}/${f}"), want ${want}): put kind's back, or change the pin in $0"
+		sums+=" ${f} $(sha "${dir}/${f}")"
 	done
-	# kind's go.mod, pinned above, must stay a plain list of requirements
+	recipe="kubelet-labs.local/kind/kindnetd${sums} ${go_version} CGO_ENABLED=0 -trimpath -ldflags ${ldflags}"
+	# its go.mod must stay a plain list of requirements, resolved from the
+	# proxy and checked against the checksum database
 	json="$(cd "${dir}" && go mod edit -json)"
-	for e in Replace Exclude Retract Tool Ignore Godebug Toolchain; do
-		! grep -qE "\"${e}\": (\\[|\"|\\{)" <<<"${json}" || die "${src}/go.mod has a ${e} directive: root builds kindnetd only from plain requirements"
+	for f in Replace Exclude Retract Tool Ignore Godebug Toolchain; do
+		! grep -qE "\"${f}\": (\\[|\"|\\{)" <<<"${json}" || die "${src}/go.mod has a ${f} directive: root builds kindnetd only from plain requirements"
 	done
 	need_go_for "${dir}/go.mod"
-	# kind's Dockerfile (images/kindnetd/Dockerfile at the commit):
-	# CGO_ENABLED=0 go build -o ./kindnetd ./cmd/kindnetd
-	build_in kindnetd "${recipe}" "${dir}" ./cmd/kindnetd "${ldflags}"
+	# as kind's Dockerfile (images/kindnetd/Dockerfile at KINDNETD_COMMIT):
+	# CGO_ENABLED=0 go build
+	build_in kindnetd "${recipe}" "${dir}" . "${ldflags}"
 }
 
 # install_at NAME MODULE VERSION PACKAGE LDFLAGS: `go install PACKAGE@VERSION`,

@@ -2,12 +2,11 @@ package kind
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,32 +92,75 @@ func TestBadInputIsRefusedInOneLine(t *testing.T) {
 	}
 }
 
-// Root builds kindnetd from the files in kindnetd/, which must be kind's at
-// the pinned commit: build-go.sh pins each file's sha256, and refuses a
-// changed one. This keeps the pins and the files in step.
-func TestKindnetdFilesAreThePinnedOnes(t *testing.T) {
+// Root builds kindnetd from copies of the files build-go.sh names in
+// KINDNETD_SOURCES, and nothing else of kindnetd/: the list must be the
+// whole program (go.mod and every non-test .go file), the program must be
+// ours (its own module, plain requirements: no replace or other directive
+// could swap in other code), and its -version must say what build-go.sh
+// expects, or root rebuilds it on every run.
+func TestKindnetdSourcesAreTheBuiltOnes(t *testing.T) {
 	script, err := os.ReadFile("build-go.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins := regexp.MustCompile(`(?m)^\t"([0-9a-f]{64}) ([^"]+)"$`).FindAllStringSubmatch(string(script), -1)
-	if len(pins) != 5 {
-		t.Fatalf("found %d kindnetd pins in build-go.sh, want 5 (go.mod and four .go files)", len(pins))
+	m := regexp.MustCompile(`(?m)^KINDNETD_SOURCES=\(([^)]*)\)$`).FindStringSubmatch(string(script))
+	if m == nil {
+		t.Fatal("build-go.sh has no KINDNETD_SOURCES=(...) line")
 	}
-	for _, p := range pins {
-		b, err := os.ReadFile(filepath.Join("kindnetd", p[2]))
-		if err != nil {
-			t.Errorf("kindnetd/%s: %v", p[2], err)
+	listed := strings.Fields(m[1])
+	want := []string{"go.mod"}
+	goFiles, _ := filepath.Glob("kindnetd/*.go")
+	for _, f := range goFiles {
+		if !strings.HasSuffix(f, "_test.go") {
+			want = append(want, filepath.Base(f))
+		}
+	}
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("build-go.sh KINDNETD_SOURCES: %v\nkindnetd/ holds %v: root would build a different program than the tests test", listed, want)
+	}
+	if sub, _ := filepath.Glob("kindnetd/*/*.go"); len(sub) > 0 {
+		t.Errorf("kindnetd/ has packages in subfolders %v: root builds only the top folder's files", sub)
+	}
+
+	gomod, err := os.ReadFile("kindnetd/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(gomod), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
 			continue
 		}
-		sum := sha256.Sum256(b)
-		if got := hex.EncodeToString(sum[:]); got != p[1] {
-			t.Errorf("kindnetd/%s has sha256 %s, build-go.sh pins %s: root would refuse to build it", p[2], got, p[1])
+		switch f[0] {
+		case "module":
+			if f[1] != "kubelet-labs.local/kind/kindnetd" {
+				t.Errorf("kindnetd/go.mod: module %s, want kubelet-labs.local/kind/kindnetd (ours, not kind's)", f[1])
+			}
+		case "replace", "exclude", "retract", "tool", "ignore", "godebug", "toolchain":
+			t.Errorf("kindnetd/go.mod: %q: build-go.sh refuses every directive but module, go and require", l)
 		}
 	}
-	goFiles, _ := filepath.Glob("kindnetd/cmd/kindnetd/*.go")
-	if len(goFiles) != 4 {
-		t.Errorf("kindnetd/cmd/kindnetd has %v; build-go.sh builds exactly the four pinned files", goFiles)
+
+	versions, err := os.ReadFile("versions.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := regexp.MustCompile(`(?m)^KINDNETD_COMMIT=([0-9a-f]{40})$`).FindSubmatch(versions)
+	if commit == nil {
+		t.Fatal("versions.sh has no KINDNETD_COMMIT=<40 hex digits>")
+	}
+	mainGo, err := os.ReadFile("kindnetd/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVersion := `const version = "kubelet-labs-kindnetd (mirrors kind kindnetd ` + string(commit[1][:8]) + `)"`
+	if !strings.Contains(string(mainGo), wantVersion) {
+		t.Errorf("kindnetd/main.go has no %s: build-go.sh expects -version to name KINDNETD_COMMIT", wantVersion)
+	}
+	if !strings.Contains(string(script), `kindnetd) echo "kind kindnetd ${KINDNETD_COMMIT:0:8}" ;;`) {
+		t.Error(`build-go.sh's expect has no kindnetd) echo "kind kindnetd ${KINDNETD_COMMIT:0:8}"`)
 	}
 }
 

@@ -19,10 +19,11 @@ KUBERNETES_STAGING_VERSION="v0.${KUBERNETES_VERSION#v1.}"
 ETCD_VERSION=v3.6.8
 # CoreDNS: kubeadm v1.36's own (constants.go:372)
 COREDNS_VERSION=v1.14.2
-# kindnetd: kind's source at this commit, copied into scripts/kind/kindnetd
-# (the proxy serves no version of sigs.k8s.io/kind/images/kindnetd; the
-# commit kind v0.32.0 tagged v20260528-9350166c from needs
-# sigs.k8s.io/kube-network-policies v1.0.1-..., which the proxy refuses too).
+# kindnetd: scripts/kind/kindnetd is our compact one, mirroring kind's
+# images/kindnetd at this commit (in kind's tags v0.28.0 to v0.32.0). The
+# proxy serves no version of sigs.k8s.io/kind/images/kindnetd; the commit
+# kind v0.32.0 tagged v20260528-9350166c from needs
+# sigs.k8s.io/kube-network-policies v1.0.1-..., which the proxy refuses too.
 KINDNETD_COMMIT=619609ae2c3073aaf65eb88988284df600a26cc5
 # local-path-provisioner: kind pins v0.0.34 (sigs.k8s.io/kind@v0.32.0
 # images/local-path-provisioner/Makefile:14), which the proxy refuses (403); v0.0.30 is the newest it has.
