@@ -71,8 +71,8 @@ func TestKindConfig(t *testing.T) {
 			t.Errorf("nodes[%d] has no label kubelet-labs/kind-node=true: kind's DaemonSets would run on the labs' nodes", i)
 		}
 	}
-	if !strings.Contains(string(readRepoFile(t, "hack/kindtest/run.sh")), `{"nodeSelector":{"kubelet-labs/kind-node":"true"}}`) {
-		t.Errorf("hack/kindtest/run.sh does not pin kind's DaemonSets to kubelet-labs/kind-node=true as docs/vm.md §3 does")
+	if !strings.Contains(string(readRepoFile(t, "hack/kindtest/kind.sh")), `{"nodeSelector":{"kubelet-labs/kind-node":"true"}}`) {
+		t.Errorf("hack/kindtest/kind.sh does not pin kind's DaemonSets to kubelet-labs/kind-node=true as docs/vm.md §3 does")
 	}
 	if controlPlanes != 1 {
 		t.Errorf("%d control-plane nodes, want 1", controlPlanes)

@@ -154,21 +154,11 @@ trap 'exit 130' INT TERM
 log "fleet-test: load at start: $(load); ${SHARDS} shards × ${NODES} nodes"
 
 # 1. The management cluster, as run.sh makes its own (it says why the patch)
-bounding="$(awk '$1 == "CapBnd:" { print $2 }' /proc/self/status)"
-all=$(((1 << ($(cat /proc/sys/kernel/cap_last_cap) + 1)) - 1))
-config="${repo}/yaml/kind-config.yaml"
-if [ $((0x${bounding} & all)) -ne "${all}" ]; then
-	[ "$("${docker_bin}" info --format '{{.DefaultRuntime}}')" = in-bounds ] ||
-		die "root's capability bounding set is ${bounding}: kind's privileged node needs Docker with runc-in-bounds as its default runtime (make kind-test starts such a dockerd when none runs)"
-	cp "${config}" "${work}/kind-config.yaml"
-	cat >>"${work}/kind-config.yaml" <<'EOF'
-containerdConfigPatches:
-  - |-
-    [plugins."io.containerd.grpc.v1.cri"]
-      restrict_oom_score_adj = true
-EOF
-	config="${work}/kind-config.yaml"
-fi
+# shellcheck source=hack/kindtest/kind.sh
+source "${here}/kind.sh"
+docker_runs_in_bounds "${docker_bin}" ||
+	die "root's capability bounding set is ${bounding}: kind's privileged node needs Docker with runc-in-bounds as its default runtime (make kind-test starts such a dockerd when none runs)"
+config="$(kind_config "${work}")"
 "${docker_bin}" network inspect kind >/dev/null 2>&1 && network_before=yes
 if "${kind_bin}" get clusters 2>/dev/null | grep -qxF "${CLUSTER}"; then
 	log "fleet-test: a cluster ${CLUSTER} is left from an earlier run: deleting it"
@@ -176,10 +166,7 @@ if "${kind_bin}" get clusters 2>/dev/null | grep -qxF "${CLUSTER}"; then
 fi
 step "kind create cluster --name ${CLUSTER} (the management cluster)"
 timeout 10m "${kind_bin}" create cluster --name "${CLUSTER}" --config "${config}" --kubeconfig "${mgmt}" --wait 5m
-for ds in kindnet kube-proxy; do
-	mk -n kube-system patch daemonset "${ds}" --type merge \
-		-p '{"spec":{"template":{"spec":{"nodeSelector":{"kubelet-labs/kind-node":"true"}}}}}' >/dev/null
-done
+pin_daemonsets "${kubectl_bin}" "${mgmt}"
 took "kind create cluster, to the node Ready"
 
 # 2. The target: lab 00 on the kind bridge's address

@@ -76,33 +76,14 @@ finish() {
 }
 trap finish EXIT
 
-# This machine's root may lack a capability in its bounding set (the
-# machines this course is developed on have no CAP_SYS_RESOURCE), which a
-# learner's machine has. Two things then need help, and only then:
-# Docker's privileged containers (runc-in-bounds.sh says why) and the
-# node's containerd, whose runc cannot lower a pod's oom_score_adj below
-# containerd's own without CAP_SYS_RESOURCE (kubeadm's control plane pods
-# ask -997): restrict_oom_score_adj clamps it at containerd's own, as kind
-# does for rootless nodes — on a machine with the capability containerd
-# runs at -999 and nothing asks lower, so the clamp changes nothing.
-bounding="$(awk '$1 == "CapBnd:" { print $2 }' /proc/self/status)"
-all=$(((1 << ($(cat /proc/sys/kernel/cap_last_cap) + 1)) - 1))
-lacks_caps=false
-[ $((0x${bounding} & all)) -eq "${all}" ] || lacks_caps=true
-config="${repo}/yaml/kind-config.yaml"
+# shellcheck source=hack/kindtest/kind.sh
+source "${here}/kind.sh"
+config="$(kind_config "${work}")"
 dockerd_args=()
-if [ "${lacks_caps}" = true ]; then
-	log "kind-test: root's capability bounding set is ${bounding}, not all of 0..$(cat /proc/sys/kernel/cap_last_cap): Docker gets runc-in-bounds, the node's containerd restrict_oom_score_adj"
+if lacks_caps; then
+	log "kind-test: root's capability bounding set is ${bounding}, short of one: Docker gets runc-in-bounds, the node's containerd restrict_oom_score_adj"
 	install -m 0755 "${here}/runc-in-bounds.sh" "${work}/runc-in-bounds"
 	dockerd_args=(--add-runtime "in-bounds=${work}/runc-in-bounds" --default-runtime in-bounds)
-	cp "${config}" "${work}/kind-config.yaml"
-	cat >>"${work}/kind-config.yaml" <<'EOF'
-containerdConfigPatches:
-  - |-
-    [plugins."io.containerd.grpc.v1.cri"]
-      restrict_oom_score_adj = true
-EOF
-	config="${work}/kind-config.yaml"
 fi
 
 [ -f "${TOP}/env" ] && containerd_before=true
@@ -118,8 +99,7 @@ if ! "${docker_bin}" info >/dev/null 2>&1; then
 	}
 	took "dockerd"
 fi
-if [ "${lacks_caps}" = true ] && [ -z "${dockerd_pid}" ] &&
-	[ "$("${docker_bin}" info --format '{{.DefaultRuntime}}')" != in-bounds ]; then
+if ! docker_runs_in_bounds "${docker_bin}"; then
 	die "Docker runs already, with runc as it is: on this machine (bounding set ${bounding}) kind's privileged nodes cannot start so. Stop dockerd and run this again: it starts one with runc-in-bounds"
 fi
 "${docker_bin}" network inspect kind >/dev/null 2>&1 && network_before=yes
@@ -137,14 +117,9 @@ step "kind create cluster --config yaml/kind-config.yaml"
 "${kind_bin}" create cluster --name "${CLUSTER}" --config "${config}" \
 	--kubeconfig "${work}/kubeconfig" --wait 5m
 took "kind create cluster, to the node Ready"
-# docs/vm.md §3: kind's DaemonSets stay on kind's own node (the config
-# labels it), so the labs' nodes run only the pods the labs give them
 kubectl_bin="${repo}/.labs/bin/kubectl"
 [ -x "${kubectl_bin}" ] || kubectl_bin="${LABS_ROOT}/kind/bin/kubectl"
-for ds in kindnet kube-proxy; do
-	"${kubectl_bin}" --kubeconfig "${work}/kubeconfig" -n kube-system patch daemonset "${ds}" --type merge \
-		-p '{"spec":{"template":{"spec":{"nodeSelector":{"kubelet-labs/kind-node":"true"}}}}}'
-done
+pin_daemonsets "${kubectl_bin}" "${work}/kubeconfig"
 "${kubectl_bin}" --kubeconfig "${work}/kubeconfig" get nodes,pods -A -o wide
 
 step "the READMEs of labs ${LABS} against it, as the learner"

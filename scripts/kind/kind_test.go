@@ -30,31 +30,6 @@ func run(t *testing.T, uid int, script string, args ...string) (string, int) {
 	return string(out), code
 }
 
-// Root runs these: quoting mistakes in a root script are how a path
-// becomes a command. (scripts/shellcheck_test.go checks scripts/*.sh and
-// scripts/containerd/*.sh, not this folder.)
-func TestScriptsPassShellcheck(t *testing.T) {
-	shellcheck, err := exec.LookPath("shellcheck")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("shellcheck is not installed (apt-get install shellcheck); CI must have it")
-		}
-		t.Skip("shellcheck not installed: apt-get install shellcheck")
-	}
-	for _, args := range [][]string{
-		// from the repository root, where the `# shellcheck source=` directives point
-		{"-x", "scripts/kind/build-go.sh", "scripts/kind/component-images.sh", "scripts/kind/versions.sh"},
-		// installed into the kube-proxy and kindnetd images, run by busybox sh
-		{"-s", "sh", "scripts/kind/iptables-wrapper"},
-	} {
-		cmd := exec.Command(shellcheck, args...)
-		cmd.Dir = "../.."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("shellcheck %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-}
-
 // Bad input gets one line that says what is wrong and what to type, and a
 // non-zero exit, before anything is made or built.
 func TestBadInputIsRefusedInOneLine(t *testing.T) {
