@@ -98,13 +98,16 @@ func TestKindConfig(t *testing.T) {
 	// generates for Kubernetes 1.36; it merges v1beta4 extraArgs lists by
 	// name) setting node-monitor-grace-period like lab 00 does, and the
 	// KubeletConfiguration that lets the kubelet run on a cgroup v1 host.
-	var grace string
+	var grace, apiCall string
 	failCgroupV1 := true
 	for i, raw := range c.KubeadmConfigPatches {
 		var p struct {
-			APIVersion        string `yaml:"apiVersion"`
-			Kind              string `yaml:"kind"`
-			FailCgroupV1      *bool  `yaml:"failCgroupV1"`
+			APIVersion   string `yaml:"apiVersion"`
+			Kind         string `yaml:"kind"`
+			FailCgroupV1 *bool  `yaml:"failCgroupV1"`
+			Timeouts     struct {
+				KubernetesAPICall string `yaml:"kubernetesAPICall"`
+			} `yaml:"timeouts"`
 			ControllerManager struct {
 				ExtraArgs []struct {
 					Name  string `yaml:"name"`
@@ -124,13 +127,20 @@ func TestKindConfig(t *testing.T) {
 					grace = a.Value
 				}
 			}
+		case p.APIVersion == "kubeadm.k8s.io/v1beta4" && p.Kind == "InitConfiguration":
+			apiCall = p.Timeouts.KubernetesAPICall
 		case p.Kind == "KubeletConfiguration" && p.APIVersion == "" && p.FailCgroupV1 != nil:
 			// no apiVersion: kind then matches the patch on kind alone
 			// (its internal/patch/resource.go), whatever version it writes
 			failCgroupV1 = *p.FailCgroupV1
 		default:
-			t.Errorf("kubeadmConfigPatches[%d] targets %s/%s, want kubeadm.k8s.io/v1beta4 ClusterConfiguration or KubeletConfiguration (failCgroupV1)", i, p.APIVersion, p.Kind)
+			t.Errorf("kubeadmConfigPatches[%d] targets %s/%s, want kubeadm.k8s.io/v1beta4 ClusterConfiguration or InitConfiguration (timeouts), or KubeletConfiguration (failCgroupV1)", i, p.APIVersion, p.Kind)
 		}
+	}
+	// kubeadm's first call to a new apiserver may wait longer than its
+	// default minute (a VM under TCG needed more)
+	if d, err := time.ParseDuration(apiCall); err != nil || d < 3*time.Minute {
+		t.Errorf("InitConfiguration timeouts.kubernetesAPICall = %q, want at least 3m (a slow VM's apiserver needs more than kubeadm's 1m)", apiCall)
 	}
 	if failCgroupV1 {
 		t.Errorf("no KubeletConfiguration patch with failCgroupV1: false: on a cgroup v1 host the kubelet of Kubernetes 1.36 would refuse to start")
