@@ -120,6 +120,10 @@ for p in host-local loopback ptp portmap; do
 	cp -a "${new}/usr/lib/cni/${p}" "${new}/opt/cni/bin/${p}"
 done
 : >"${new}/etc/machine-id"
+# debootstrap copies this machine's resolv.conf and hostname in; the image
+# must carry neither (Docker mounts the container's own over both)
+: >"${new}/etc/resolv.conf"
+: >"${new}/etc/hostname"
 
 echo "${stamp}" >"${new}/.kubelet-labs-rootfs"
 rm -rf -- "${dir}"
