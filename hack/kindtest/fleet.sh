@@ -52,7 +52,7 @@ LABEL=kubelet-labs.dev/lab-node=18-mykubelet
 if ! [[ "${NODES}" =~ ^[1-9][0-9]{0,3}$ ]] || [ "${NODES}" -gt 3000 ]; then
 	die "FLEET_NODES=${NODES}: want 1 … 3000 nodes per shard"
 fi
-need_root
+need_root "Docker, kind and lab 00 on the bridge need it"
 docker_bin="$(root_program docker)" || die "no docker (apt-get install docker.io)"
 kind_bin="${LABS_ROOT}/kind/bin/kind" # built by scripts/kind/build-go.sh
 [ -x "${kind_bin}" ] || die "no ${kind_bin}: scripts/kind/build-go.sh builds it"

@@ -24,7 +24,7 @@ source "${repo}/scripts/containerd/lib.sh"
 CLUSTER=kubelet-labs-kindtest
 LABS="${KINDTEST_LABS:-01,02,03,04,05,08,09,10,11,14,18}"
 
-need_root
+need_root "Docker and kind need it"
 docker_bin="$(root_program docker)" || die "no docker (apt-get install docker.io)"
 kind_bin="${LABS_ROOT}/kind/bin/kind" # built by scripts/kind/build-go.sh
 

@@ -42,7 +42,7 @@ for a in "$@"; do
 	esac
 done
 
-need_root
+need_root "debootstrap, chroot and Docker need it"
 docker_bin=""
 if [ "${load}" = true ]; then
 	docker_bin="$(root_program docker)" || die "no docker on root's PATH (${ROOT_PATH}): apt-get install docker.io"

@@ -50,7 +50,7 @@ name="${4:?usage: node-image.sh ROOTFS KIND_DIR CONTAINERD_DIR NAME}"
 # shellcheck source=scripts/kind/versions.sh
 source "${here}/versions.sh" # KUBERNETES_VERSION, KIND_VERSION
 
-need_root
+need_root "chroot, a containerd of its own and Docker need it"
 for p in "${rootfs}" "${kind_out}" "${ctrd}"; do check_root_owned "${p}"; done
 for b in containerd ctr containerd-shim-runc-v2; do [ -x "${ctrd}/${b}" ] || die "no ${ctrd}/${b}: run scripts/build-containerd.sh"; done
 for b in kubeadm kubelet kubectl crictl; do [ -x "${kind_out}/bin/${b}" ] || die "no ${kind_out}/bin/${b}: run scripts/kind/build-go.sh"; done

@@ -43,7 +43,7 @@ PACKAGES=(
 # shellcheck source=scripts/kind/versions.sh
 source "${here}/versions.sh" # KIND_VERSION
 
-need_root
+need_root "debootstrap and chroot need it"
 stamp="${SUITE} ${MIRROR} ${PACKAGES[*]} kind ${KIND_VERSION} $(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)"
 if [ -f "${dir}/.kubelet-labs-rootfs" ] && [ "$(cat "${dir}/.kubelet-labs-rootfs")" = "${stamp}" ]; then
 	log "rootfs: reused ${dir}"
