@@ -45,7 +45,7 @@ done
 parse_flavours "${requested}" >/dev/null
 mapfile -t named < <(parse_flavours "${requested}")
 
-need_root
+need_root "stopping root's containerd and unmounting its state need it"
 t0="$(now)"
 check_root_owned "${LABS_ROOT}"
 check_bridge_prefix

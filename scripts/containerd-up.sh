@@ -76,7 +76,7 @@ wants() { # FLAVOUR
 	return 1
 }
 
-need_root
+need_root "containerd needs mounts, namespaces and cgroups"
 # The one command of the course that runs as root is this script (and
 # containerd-down.sh). Everything else — every lab, crictl, reading pod
 # logs — runs as the learner: the user who ran sudo gets the CRI socket and

@@ -185,8 +185,8 @@ die() {
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
-need_root() { # [WHY]
-	[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0): ${1:-containerd needs mounts, namespaces and cgroups}"
+need_root() { # WHY
+	[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0): $1"
 }
 
 check_paths() {
