@@ -20,7 +20,8 @@ type Problem struct {
 func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg) }
 
 // Pages lists the Markdown files the checks cover: the root READMEs, every
-// page under docs/, and every README anywhere else (the labs' above all).
+// page under docs/ and under labs/ (a lab's README, and what sits beside
+// it, such as lab 18's BENCHMARKS.md), and every README anywhere else.
 // Hidden folders (.labs, .git) and node_modules are not the course's.
 func Pages(fsys fs.FS) ([]string, error) {
 	var pages []string
@@ -35,7 +36,7 @@ func Pages(fsys fs.FS) ([]string, error) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".md") && (strings.HasPrefix(p, "docs/") || strings.HasPrefix(name, "README")) {
+		if strings.HasSuffix(name, ".md") && (strings.HasPrefix(p, "docs/") || strings.HasPrefix(p, "labs/") || strings.HasPrefix(name, "README")) {
 			pages = append(pages, p)
 		}
 		return nil
