@@ -196,7 +196,8 @@ func (s *fileSource) decodeFile(file string) (*v1.Pod, error) {
 	return DecodeManifest(data, file, s.nodeName)
 }
 
-// apply is consumeWatchEvent (file_linux.go:101-152): a created, written
+// apply is consumeWatchEvent (file_linux.go:128-152; produceWatchEvent,
+// :101-126, turns fsnotify's events into its input): a created, written
 // or chmod'ed file is read again, a removed or renamed one forgotten. A
 // manifest that does not decode keeps the pod it had until the next full
 // read, as upstream's store does. A file named like ".x" is ignored: write

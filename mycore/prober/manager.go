@@ -16,7 +16,7 @@ import (
 
 // StatusProvider is where workers find a pod's IP, its containers' IDs
 // and whether each has started: the status manager's cache
-// (status.Manager satisfies it), as upstream workers read it (worker.go:219).
+// (status.Manager satisfies it), as upstream workers read it (worker.go:221).
 type StatusProvider interface {
 	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
 }

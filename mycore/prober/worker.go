@@ -16,7 +16,7 @@ import (
 )
 
 // worker probes one container with one probe, every periodSeconds, until
-// it is stopped or the container will not run again (worker.go:38-85).
+// it is stopped or the container will not run again (worker.go:39-85).
 type worker struct {
 	m         *Manager
 	kind      probeType
@@ -69,7 +69,7 @@ func (w *worker) trigger() {
 	}
 }
 
-// run is the worker's goroutine (:158-218): probe, wait for the next tick
+// run is the worker's goroutine (:158-202): probe, wait for the next tick
 // (or a manual trigger, or stop), again.
 func (w *worker) run() {
 	defer w.m.wg.Done()
