@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,17 +81,10 @@ func TestEveryLabHasACheckAnExerciseTestAndASolution(t *testing.T) {
 	}
 }
 
-// testEvent is one line of go test -json.
-type testEvent struct {
-	Action  string
-	Package string
-	Test    string
-	Output  string
-}
-
 // runExerciseTests runs every lab's exercise test in dir (the repository or
-// a copy) and returns each lab folder's result ("pass", "fail", "skip") and
-// the output of those that did not match want.
+// a copy) and returns each lab folder's result, judged as make check
+// judges one ("pass", "fail", "skip": TestExercise or a part of it
+// skipped, "did not run"), and the output of each.
 func runExerciseTests(t *testing.T, dir, stateDir string, extra ...string) (map[string]string, map[string]string) {
 	t.Helper()
 	args := append([]string{"test", "-count=1", "-json", "-timeout", "20m", "-run", "^" + exerciseTest + "$"}, extra...)
@@ -102,27 +93,13 @@ func runExerciseTests(t *testing.T, dir, stateDir string, extra ...string) (map[
 	cmd.Env = append(os.Environ(), testenv.ExerciseEnvVar+"=1", "LABS_STATE_DIR="+stateDir)
 	out, _ := cmd.Output() // a failing test is an exit 1; the events say which
 	results, output := map[string]string{}, map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev testEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		folder, ok := strings.CutPrefix(ev.Package, "kubelet-labs/labs/")
+	for pkg, r := range judgeExercises(out) {
+		folder, ok := strings.CutPrefix(pkg, labsPackage)
 		if !ok || strings.Contains(folder, "/") {
 			continue
 		}
-		if ev.Test == exerciseTest || strings.HasPrefix(ev.Test, exerciseTest+"/") {
-			output[folder] += ev.Output
-		}
-		if ev.Test == exerciseTest && (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") {
-			results[folder] = ev.Action
-		}
-		if ev.Test == "" && ev.Action == "fail" && results[folder] == "" {
-			results[folder] = "build failed"
-			output[folder] += ev.Output
-		}
+		results[folder] = map[verdict]string{solved: "pass", notSolved: "fail", notChecked: "skip", notRun: "did not run"}[r.Verdict]
+		output[folder] = strings.Join(append(r.Lines, r.Skips...), "\n")
 	}
 	return results, output
 }

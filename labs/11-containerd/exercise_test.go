@@ -16,22 +16,23 @@ import (
 )
 
 // answer is your prediction for the demo container once its trap line is
-// gone (README, Exercise). Fill it in, then run: make check LAB=11 EXERCISE=1
+// gone (README, Exercise). Fill in every field, then run:
+// make check LAB=11 EXERCISE=1
 var answer = struct {
 	// PID1 is the command that is PID 1 inside the demo container, as
 	// /proc/1/comm names it there: "pause", "sh", "sleep",
 	// "containerd-shim-runc-v2", …
 	PID1 string
 	// ExitCode is what StopContainer leaves as the container's exit code
-	// without the trap.
+	// without the trap (-1: not predicted yet).
 	ExitCode int
 	// Reason is the reason containerd reports with it: "Completed",
 	// "Error", "OOMKilled", …
 	Reason string
 	// WaitsWholeTimeout: does StopContainer take the whole timeout it was
-	// given before the container is gone?
-	WaitsWholeTimeout bool
-}{}
+	// given before the container is gone? "yes" or "no".
+	WaitsWholeTimeout string
+}{ExitCode: -1}
 
 // stopTimeout is the StopContainer timeout of this test: shorter than the
 // demo's 5 s, the same behaviour.
@@ -50,6 +51,11 @@ type stopResult struct {
 // compares what happened with your answer.
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: what the container does is printed only to compare
+	// with a prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/11-containerd/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	rt := critest.Containerd(t)
 	c := critest.Dial(t, rt)
 	p := critest.Pod(t, "lab11-exercise")
@@ -100,7 +106,10 @@ func TestExercise(t *testing.T) {
 	t.Logf("with the trap:    StopContainer(timeout %s) took %s, exit code %d (%s)", stopTimeout, with.took.Round(10*time.Millisecond), with.exitCode, with.reason)
 	t.Logf("without the trap: StopContainer(timeout %s) took %s, exit code %d (%s)", stopTimeout, without.took.Round(10*time.Millisecond), without.exitCode, without.reason)
 
-	waited := without.took >= stopTimeout-100*time.Millisecond
+	waited := "no"
+	if without.took >= stopTimeout-100*time.Millisecond {
+		waited = "yes"
+	}
 	var wrong []string
 	if answer.PID1 != pid1 {
 		wrong = append(wrong, fmt.Sprintf("you predicted PID 1 is %q; /proc/1/comm in the container says %q", answer.PID1, pid1))
@@ -112,12 +121,31 @@ func TestExercise(t *testing.T) {
 		wrong = append(wrong, fmt.Sprintf("you predicted reason %q; containerd reported %q", answer.Reason, without.reason))
 	}
 	if answer.WaitsWholeTimeout != waited {
-		wrong = append(wrong, fmt.Sprintf("you predicted WaitsWholeTimeout %v; StopContainer with timeout %s took %s (with the trap: %s)",
+		wrong = append(wrong, fmt.Sprintf("you predicted WaitsWholeTimeout %q; StopContainer with timeout %s took %s (with the trap: %s)",
 			answer.WaitsWholeTimeout, stopTimeout, without.took.Round(10*time.Millisecond), with.took.Round(10*time.Millisecond)))
 	}
 	for _, w := range wrong {
 		t.Error(w)
 	}
+}
+
+// unanswered lists the fields of answer not filled in yet, with what each
+// takes.
+func unanswered() []string {
+	var blank []string
+	if strings.TrimSpace(answer.PID1) == "" {
+		blank = append(blank, "PID1 (a command's name)")
+	}
+	if answer.ExitCode < 0 || answer.ExitCode > 255 {
+		blank = append(blank, "ExitCode (0 to 255)")
+	}
+	if strings.TrimSpace(answer.Reason) == "" {
+		blank = append(blank, "Reason (containerd's word for it)")
+	}
+	if answer.WaitsWholeTimeout != "yes" && answer.WaitsWholeTimeout != "no" {
+		blank = append(blank, `WaitsWholeTimeout ("yes" or "no")`)
+	}
+	return blank
 }
 
 // withoutTrap is the demo's script with its trap line deleted, as the

@@ -26,20 +26,21 @@ import (
 type prediction struct {
 	// Phase is the pod's phase: "Pending", "Running", "Succeeded" or "Failed".
 	Phase string
-	// Restarted: does kubectl get pod show RESTARTS above 0?
-	Restarted bool
-	// SandboxReady: does crictl pods show its sandbox Ready (true) or
-	// NotReady (false)?
-	SandboxReady bool
+	// Restarted: does kubectl get pod show RESTARTS above 0? "yes" or "no".
+	Restarted string
+	// SandboxReady: does crictl pods show its sandbox Ready ("yes") or
+	// NotReady ("no")?
+	SandboxReady string
 	// Terminal: does the kubelet's SyncPod find the pod's phase terminal
 	// and hand it to SyncTerminatingPod (the lab prints "phase … →
-	// terminal")? false: every sync goes on to the runtime manager's
-	// SyncPod in mycore/kuberuntime/sync.go, which decides what to start.
-	Terminal bool
+	// terminal")? "yes" or "no" — no: every sync goes on to the runtime
+	// manager's SyncPod in mycore/kuberuntime/sync.go, which decides what
+	// to start.
+	Terminal string
 }
 
-// answer is your prediction (README, Exercise). Fill it in, then run:
-// make check LAB=12 EXERCISE=1
+// answer is your prediction (README, Exercise). Fill in every field, then
+// run: make check LAB=12 EXERCISE=1
 var answer = struct {
 	Exit3 prediction // echo the greeting, then exit 3
 	Exit0 prediction // echo the greeting, then exit 0
@@ -54,6 +55,11 @@ var answer = struct {
 // sandbox stopped (or 30 s).
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: what the pods do is printed only to compare with a
+	// prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/12-pleg-containerd/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	rt := critest.Containerd(t)
 	const node = "lab-node-12x"
 	c := critest.Dial(t, rt)
@@ -84,7 +90,7 @@ func TestExercise(t *testing.T) {
 	wg.Wait()
 	out := r.Out.String()
 	for name, p := range seen {
-		p.Terminal = saidTerminal(out, ns+"/"+name)
+		p.Terminal = yesNo(saidTerminal(out, ns+"/"+name))
 		seen[name] = p
 	}
 
@@ -93,7 +99,7 @@ func TestExercise(t *testing.T) {
 		want prediction
 	}{{"exit3", answer.Exit3}, {"exit0", answer.Exit0}} {
 		got := seen[tc.name]
-		t.Logf("%s (restartPolicy OnFailure, %s): phase %s, restarted %v, sandbox ready %v, terminal %v", tc.name, scripts[tc.name], got.Phase, got.Restarted, got.SandboxReady, got.Terminal)
+		t.Logf("%s (restartPolicy OnFailure, %s): phase %s, restarted %s, sandbox ready %s, terminal %s", tc.name, scripts[tc.name], got.Phase, got.Restarted, got.SandboxReady, got.Terminal)
 		for _, w := range compare(tc.want, got) {
 			t.Errorf("%s: %s", tc.name, w)
 		}
@@ -125,7 +131,7 @@ func onFailurePod(t *testing.T, name, ns, node, image, exit string) *v1.Pod {
 // settle waits until the pod has settled — restarted twice, or terminal
 // with no ready sandbox, or 30 s passed — and returns what it shows.
 func settle(t *testing.T, name, ns string, c *cri.Client, admin kubernetes.Interface) prediction {
-	var got prediction
+	got := prediction{Restarted: "no", SandboxReady: "no"}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
@@ -134,20 +140,21 @@ func settle(t *testing.T, name, ns string, c *cri.Client, admin kubernetes.Inter
 			continue
 		}
 		got.Phase = string(p.Status.Phase)
-		got.Restarted = p.Status.ContainerStatuses[0].RestartCount > 0
+		got.Restarted = yesNo(p.Status.ContainerStatuses[0].RestartCount > 0)
 		sbs, err := c.Pods(context.Background(), map[string]string{kubetypes.KubernetesPodUIDLabel: string(p.UID)})
 		if err != nil {
 			t.Error(err)
 			return got
 		}
-		got.SandboxReady = false
+		sandboxReady := false
 		for _, sb := range sbs {
 			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-				got.SandboxReady = true
+				sandboxReady = true
 			}
 		}
+		got.SandboxReady = yesNo(sandboxReady)
 		terminal := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
-		if p.Status.ContainerStatuses[0].RestartCount >= 2 || terminal && !got.SandboxReady {
+		if p.Status.ContainerStatuses[0].RestartCount >= 2 || terminal && !sandboxReady {
 			return got
 		}
 	}
@@ -160,15 +167,44 @@ func compare(want, got prediction) []string {
 		wrong = append(wrong, fmt.Sprintf("you predicted phase %q; the API shows %q", want.Phase, got.Phase))
 	}
 	if want.Restarted != got.Restarted {
-		wrong = append(wrong, fmt.Sprintf("you predicted Restarted %v; RESTARTS > 0 is %v", want.Restarted, got.Restarted))
+		wrong = append(wrong, fmt.Sprintf("you predicted Restarted %q; RESTARTS above 0: %s", want.Restarted, got.Restarted))
 	}
 	if want.SandboxReady != got.SandboxReady {
-		wrong = append(wrong, fmt.Sprintf("you predicted SandboxReady %v; containerd shows the sandbox ready: %v", want.SandboxReady, got.SandboxReady))
+		wrong = append(wrong, fmt.Sprintf("you predicted SandboxReady %q; containerd shows the sandbox ready: %s", want.SandboxReady, got.SandboxReady))
 	}
 	if want.Terminal != got.Terminal {
-		wrong = append(wrong, fmt.Sprintf("you predicted Terminal %v; the lab printed \"phase … → terminal\" for it: %v", want.Terminal, got.Terminal))
+		wrong = append(wrong, fmt.Sprintf("you predicted Terminal %q; the lab printed \"phase … → terminal\" for it: %s", want.Terminal, got.Terminal))
 	}
 	return wrong
+}
+
+// unanswered lists the fields of answer not filled in yet, with what each
+// takes.
+func unanswered() []string {
+	var blank []string
+	for _, p := range []struct {
+		name string
+		p    prediction
+	}{{"Exit3", answer.Exit3}, {"Exit0", answer.Exit0}} {
+		switch p.p.Phase {
+		case "Pending", "Running", "Succeeded", "Failed":
+		default:
+			blank = append(blank, p.name+`.Phase ("Pending", "Running", "Succeeded" or "Failed")`)
+		}
+		for _, f := range []struct{ field, value string }{{"Restarted", p.p.Restarted}, {"SandboxReady", p.p.SandboxReady}, {"Terminal", p.p.Terminal}} {
+			if f.value != "yes" && f.value != "no" {
+				blank = append(blank, p.name+"."+f.field+` ("yes" or "no")`)
+			}
+		}
+	}
+	return blank
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // saidTerminal: the kubelet's SyncPod printed "<pod>: phase … → terminal".

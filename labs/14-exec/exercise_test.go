@@ -25,7 +25,8 @@ import (
 // node-reader (get on nodes/proxy and nodes/pods, nothing else) sends each
 // request to our node server. Fill in the HTTP status code each one gets
 // (200, 403, 404, 500, …) and, for each 403, the verb the node asked the
-// apiserver about ("get" or "create"; "" for the others).
+// apiserver about ("get" or "create"; "" for the others). A status of 0 is
+// not predicted yet.
 var answer = map[string]prediction{
 	"GET /pods":                         {Status: 0, Verb: ""},
 	"GET /containerLogs":                {Status: 0, Verb: ""},
@@ -57,6 +58,11 @@ var exerciseRequests = []struct {
 // answers with your predictions.
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: what the node answers is printed only to compare
+	// with a prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/14-exec/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	cp := testenv.ControlPlane(t)
 	admin := testenv.AdminClient(t)
 	l := startLab(t, defaults(cp.AdminKubeconfig(), "t14-exercise", "mock"))
@@ -95,6 +101,22 @@ func TestExercise(t *testing.T) {
 			t.Logf("%s: %d, as you predicted: %.120q", r.name, got.Status, strings.TrimSpace(body))
 		}
 	}
+}
+
+// unanswered lists the requests of answer not predicted yet (or not
+// there), with what each takes.
+func unanswered() []string {
+	var blank []string
+	for _, r := range exerciseRequests {
+		p, ok := answer[r.name]
+		switch {
+		case !ok || p.Status < 100 || p.Status > 599:
+			blank = append(blank, fmt.Sprintf("%q's Status (an HTTP status: 200, 403, …)", r.name))
+		case p.Verb != "" && p.Verb != "get" && p.Verb != "create":
+			blank = append(blank, fmt.Sprintf(`%q's Verb ("get" or "create" for a 403, "" for the others)`, r.name))
+		}
+	}
+	return blank
 }
 
 // grantNodeReader is the README's three kubectl commands: the visitor may

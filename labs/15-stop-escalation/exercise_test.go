@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 
 // answer is your prediction (README, Exercise), for a copy of pod.yaml in
 // which polite's command is ["sleep", "3600"] and stubborn has
-// lifecycle.preStop.exec.command ["sleep", "1"]:
+// lifecycle.preStop.exec.command ["sleep", "1"] (-1: not predicted yet):
 var answer = struct {
 	// polite's exit code in part 1, on containerd and on the mock
 	PoliteExitContainerd, PoliteExitMock int32
@@ -29,14 +30,19 @@ var answer = struct {
 	// in seconds: part 1 (the pod's 3 s) and part 2 (the delete's 1 s)
 	StubbornTimeoutPart1, StubbornTimeoutPart2 int
 }{
-	PoliteExitContainerd: 0, PoliteExitMock: 0,
-	StubbornTimeoutPart1: 0, StubbornTimeoutPart2: 0,
+	PoliteExitContainerd: -1, PoliteExitMock: -1,
+	StubbornTimeoutPart1: -1, StubbornTimeoutPart2: -1,
 }
 
 // TestExercise runs the lab with the exercise's pod on containerd and on
 // the mock and compares what happened with your predictions.
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: what the lab does is printed only to compare with a
+	// prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/15-stop-escalation/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	podFile := exercisePod(t)
 	timeouts := regexp.MustCompile(`CRI StopContainer stop-demo/stubborn \S+ timeout=(\d+)s[^\n]*`)
 	// the course's default containerd (as the lab's --runtime containerd), then the
@@ -74,6 +80,29 @@ func TestExercise(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unanswered lists the fields of answer not filled in yet, with what each
+// takes.
+func unanswered() []string {
+	var blank []string
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"PoliteExitContainerd", int(answer.PoliteExitContainerd)}, {"PoliteExitMock", int(answer.PoliteExitMock)}} {
+		if f.value < 0 || f.value > 255 {
+			blank = append(blank, f.name+" (an exit code, 0 to 255)")
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"StubbornTimeoutPart1", answer.StubbornTimeoutPart1}, {"StubbornTimeoutPart2", answer.StubbornTimeoutPart2}} {
+		if f.value < 0 {
+			blank = append(blank, f.name+" (whole seconds, 0 or more)")
+		}
+	}
+	return blank
 }
 
 // exercisePod is the README's copy of pod.yaml: polite without its trap,

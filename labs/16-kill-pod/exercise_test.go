@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 
 // answer is your prediction (README, Exercise), for a copy of pod.yaml
 // with a fourth container "four" that exits on SIGTERM and a preStop hook
-// ["sleep", "2"] on container two:
+// ["sleep", "2"] on container two (-1 and "": not predicted yet):
 var answer = struct {
 	// how long KillPod takes, in whole seconds (rounded down)
 	KillPodSeconds int
@@ -33,10 +34,10 @@ var answer = struct {
 	// the timeout= of two's StopContainer in the kubelet's log line, in seconds
 	TwoTimeout int
 }{
-	KillPodSeconds: 0,
+	KillPodSeconds: -1,
 	FirstResult:    "",
 	LastContainer:  "",
-	TwoTimeout:     0,
+	TwoTimeout:     -1,
 }
 
 // TestExercise runs the lab with the exercise's pod on the mock CRI, where
@@ -44,6 +45,11 @@ var answer = struct {
 // and compares what KillPod did with your predictions.
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: what KillPod does is printed only to compare with a
+	// prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/16-kill-pod/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	o := options{labpodtest.Mock(t, "lab-node-16")}
 	o.PodFile = exercisePod(t)
 	var out testenv.SyncBuffer
@@ -81,6 +87,25 @@ func TestExercise(t *testing.T) {
 	if got, _ := strconv.Atoi(m[1]); got != answer.TwoTimeout {
 		t.Errorf("you predicted timeout=%ds for two; the kubelet's line says %s", answer.TwoTimeout, m[0])
 	}
+}
+
+// unanswered lists the fields of answer not filled in yet, with what each
+// takes.
+func unanswered() []string {
+	var blank []string
+	if answer.KillPodSeconds < 0 {
+		blank = append(blank, "KillPodSeconds (whole seconds, 0 or more)")
+	}
+	if strings.TrimSpace(answer.FirstResult) == "" {
+		blank = append(blank, `FirstResult (a container's name, or "sandbox")`)
+	}
+	if strings.TrimSpace(answer.LastContainer) == "" {
+		blank = append(blank, "LastContainer (a container's name)")
+	}
+	if answer.TwoTimeout < 0 {
+		blank = append(blank, "TwoTimeout (whole seconds, 0 or more)")
+	}
+	return blank
 }
 
 // exercisePod is the README's copy of pod.yaml: container four exits on

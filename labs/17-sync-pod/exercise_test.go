@@ -14,26 +14,34 @@ import (
 )
 
 // answer is your prediction for liveness.yaml with restartPolicy: Never,
-// after touch /tmp/sick (README, Exercise). Fill it in, then run:
-// make check LAB=17 EXERCISE=1
+// after touch /tmp/sick (README, Exercise). Fill in every field, then
+// run: make check LAB=17 EXERCISE=1
 var answer = struct {
 	// KillsPod: does the plan computePodActions prints after the third
 	// failure kill the whole pod ("kill the pod …": the sandbox too)?
-	KillsPod bool
-	// StartsApp: does that plan start app again ("…; start app")?
-	StartsApp bool
+	// "yes" or "no".
+	KillsPod string
+	// StartsApp: does that plan start app again ("…; start app")? "yes"
+	// or "no".
+	StartsApp string
 	// Ready, Status and Restarts are the columns of
-	// `kubectl get pod liveness` once it settled, e.g. "1/1", "Running", 1.
+	// `kubectl get pod liveness` once it settled, e.g. "1/1", "Running", 1
+	// (Restarts -1: not predicted yet).
 	Ready    string
 	Status   string
 	Restarts int
-}{}
+}{Restarts: -1}
 
 // TestExercise runs liveness.yaml with restartPolicy Never on the course's
 // containerd, makes its liveness probe fail, and compares the plan the
 // lab prints and what kubectl shows with your answer.
 func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
+	// Predict first: the plan and what kubectl shows are printed only to
+	// compare with a prediction, never in place of one.
+	if blank := unanswered(); len(blank) > 0 {
+		t.Fatalf("you have not predicted yet: write %s in answer at the top of labs/17-sync-pod/exercise_test.go (README, Exercise)", strings.Join(blank, ", "))
+	}
 	rc := runtimeCase{"containerd", func(t *testing.T) testRuntime {
 		rt := critest.Containerd(t)
 		return testRuntime{name: rt.Name, runtime: "containerd", endpoint: rt.Endpoint, real: true, critest: rt}
@@ -65,11 +73,11 @@ func TestExercise(t *testing.T) {
 	if plan == "" {
 		wrong = append(wrong, "the lab printed no computePodActions line about the failed liveness probe")
 	}
-	if got := strings.Contains(plan, "kill the pod"); answer.KillsPod != got {
-		wrong = append(wrong, fmt.Sprintf("you predicted KillsPod %v; the plan was %q", answer.KillsPod, plan))
+	if got := yesNo(strings.Contains(plan, "kill the pod")); answer.KillsPod != got {
+		wrong = append(wrong, fmt.Sprintf("you predicted KillsPod %q; the plan was %q", answer.KillsPod, plan))
 	}
-	if got := strings.Contains(plan, "start app"); answer.StartsApp != got {
-		wrong = append(wrong, fmt.Sprintf("you predicted StartsApp %v; the plan was %q", answer.StartsApp, plan))
+	if got := yesNo(strings.Contains(plan, "start app")); answer.StartsApp != got {
+		wrong = append(wrong, fmt.Sprintf("you predicted StartsApp %q; the plan was %q", answer.StartsApp, plan))
 	}
 	if answer.Ready != cols[1] || answer.Status != cols[2] || answer.Restarts != restarts {
 		wrong = append(wrong, fmt.Sprintf("you predicted READY %q STATUS %q RESTARTS %d; kubectl shows READY %q STATUS %q RESTARTS %d",
@@ -78,6 +86,34 @@ func TestExercise(t *testing.T) {
 	for _, w := range wrong {
 		t.Error(w)
 	}
+}
+
+// unanswered lists the fields of answer not filled in yet, with what each
+// takes.
+func unanswered() []string {
+	var blank []string
+	for _, f := range []struct{ name, value string }{{"KillsPod", answer.KillsPod}, {"StartsApp", answer.StartsApp}} {
+		if f.value != "yes" && f.value != "no" {
+			blank = append(blank, f.name+` ("yes" or "no")`)
+		}
+	}
+	if strings.TrimSpace(answer.Ready) == "" {
+		blank = append(blank, `Ready (kubectl's READY, e.g. "1/1")`)
+	}
+	if strings.TrimSpace(answer.Status) == "" {
+		blank = append(blank, "Status (kubectl's STATUS)")
+	}
+	if answer.Restarts < 0 {
+		blank = append(blank, "Restarts (kubectl's RESTARTS, 0 or more)")
+	}
+	return blank
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // planAfterLivenessFailure is the plan of the first computePodActions line
