@@ -30,7 +30,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 CONFORMANCE_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 
-.PHONY: test build clean check tour conformance
+.PHONY: test build clean check tour conformance stage grade break
 
 ## test: every test against real components, then a summary that names
 ## every skipped test and why (internal/testsummary; the exit code is go
@@ -67,8 +67,37 @@ tour:
 ## in the state folder and the runtime, done or not yet, with a hint:
 ## make check LAB=07; with EXERCISE=1 it also runs the lab's exercise
 ## test (internal/selfcheck)
+## With SCENARIO=NAME it says instead whether the fault scenario you
+## broke (make break) is fixed.
 check:
+ifneq ($(SCENARIO),)
+	go run ./internal/faults check "$(SCENARIO)"
+else
 	go run ./internal/selfcheck --lab "$(LAB)" $(if $(filter 1 yes true,$(EXERCISE)),--exercise)
+endif
+
+## break: fault scenarios (docs/faults/): a broken node or pod for you to
+## diagnose with kubectl, crictl, the node's log and the live view.
+## `make break` lists them; `make break SCENARIO=crash-loop` breaks one
+## (on lab 00's cluster, with a node running); `make check
+## SCENARIO=crash-loop` says when your fix is right; NODE=name picks the
+## node when more than one runs; UNDO=1 puts it back
+## without fixing it (for an instructor). internal/faults
+break:
+	go run ./internal/faults $(if $(SCENARIO),$(if $(filter 1 yes true,$(UNDO)),undo,break) "$(SCENARIO)" $(if $(NODE),--node "$(NODE)"))
+
+## stage: the build-it track (docs/build-it.md): the kubelet's key
+## functions, written by you and judged by the tests that hold ours to
+## upstream's. `make stage` lists them; `make stage NAME=pleg-relist` opens
+## one (your copy of the file, in the state folder, its functions
+## emptied; RESET=1 starts over); `make grade NAME=pleg-relist` judges it,
+## with a hint more after each failed try. The reference files are never
+## changed. internal/stages
+stage:
+	go run ./internal/stages $(if $(NAME),--start "$(NAME)") $(if $(filter 1 yes true,$(RESET)),--reset)
+
+grade:
+	go run ./internal/stages --grade "$(NAME)"
 
 ## clean: remove the state folder (.labs/ or LABS_STATE_DIR) — only one
 ## the labs made (it has their marker file) and nothing of the labs still

@@ -44,10 +44,10 @@ func TestNodeClientUsages(t *testing.T) {
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	rs, _ := rsa.GenerateKey(rand.Reader, 2048)
 	if u := NodeClientUsages(ec); slices.Contains(u, certificatesv1.UsageKeyEncipherment) || len(u) != 2 {
-		t.Errorf("ECDSA usages %v", u)
+		t.Errorf("NodeClientUsages(ECDSA key) = %v, want [digital signature client auth]: the kubelet adds key encipherment for an RSA key only (pkg/kubelet/certificate/bootstrap/bootstrap.go:332-338, v1.36.3)", u)
 	}
 	if u := NodeClientUsages(rs); !slices.Contains(u, certificatesv1.UsageKeyEncipherment) {
-		t.Errorf("RSA usages %v", u)
+		t.Errorf("NodeClientUsages(RSA key) = %v, want [digital signature client auth key encipherment] (pkg/kubelet/certificate/bootstrap/bootstrap.go:332-338, v1.36.3)", u)
 	}
 }
 

@@ -62,7 +62,7 @@ func TestNodeCSRName(t *testing.T) {
 		t.Fatal(err)
 	}
 	if name != fixedKeyCSRName {
-		t.Errorf("NodeCSRName(fixed key, csr-name-node) = %s, want the kubelet's %s", name, fixedKeyCSRName)
+		t.Errorf("NodeCSRName(fixed key, csr-name-node) = %q, want the kubelet's %s: digestedName hashes (SHA-512/256) the PKIX public key, CN, each O and each usage, each as unpadded base64url + '|' (pkg/kubelet/certificate/bootstrap/bootstrap.go:368-398, v1.36.3)", name, fixedKeyCSRName)
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for what, got := range map[string]func() (string, error){
@@ -77,7 +77,7 @@ func TestNodeCSRName(t *testing.T) {
 		},
 	} {
 		if n, err := got(); err != nil || n == name {
-			t.Errorf("%s: %s %v, want a name other than %s", what, n, err, name)
+			t.Errorf("NodeCSRName with %s = %q %v, want a name other than %q: the key, subject and usages all go into the hash (bootstrap.go:383-395, v1.36.3)", what, n, err, name)
 		}
 	}
 }

@@ -3,11 +3,6 @@ package bootstrap
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
-	"crypto/sha512"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -16,8 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/client-go/util/retry"
@@ -46,51 +46,6 @@ func ParseApproveMode(s string) (ApproveMode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("--approve=%q: want auto (the controller-manager approves), admin (we approve as admin) or manual (you run kubectl certificate approve)", s)
-}
-
-// NodeSubject is the subject of every kubelet client certificate: the Node
-// authorizer and NodeRestriction read the node name from CN, and O puts the
-// node in group system:nodes.
-func NodeSubject(nodeName string) pkix.Name {
-	return pkix.Name{Organization: []string{NodesGroup}, CommonName: "system:node:" + nodeName}
-}
-
-// NodeClientUsages are the key usages a kubelet asks for: digital signature
-// and client auth, plus key encipherment for RSA keys only — an ECDSA key
-// cannot encipher anything (TLS key exchange with it is ECDHE + signature).
-// From requestNodeCertificate, v1.36.3; the signer accepts both sets
-// (IsKubeletClientCSR in pkg/apis/certificates/helpers.go).
-func NodeClientUsages(key crypto.PrivateKey) []certificatesv1.KeyUsage {
-	u := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
-	if _, ok := key.(*rsa.PrivateKey); ok {
-		u = append(u, certificatesv1.UsageKeyEncipherment)
-	}
-	return u
-}
-
-// NodeCSRName is the kubelet's digestedName (pkg/kubelet/certificate/
-// bootstrap/bootstrap.go, v1.36.3): a hash of the public key, subject and
-// usages, so a restarted kubelet with the same key finds its earlier CSR
-// instead of posting a second one.
-func NodeCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certificatesv1.KeyUsage) (string, error) {
-	h := sha512.New512_256()
-	write := func(b []byte) { // '|' is not in the base64url alphabet: no ambiguous streams
-		h.Write([]byte(base64.RawURLEncoding.EncodeToString(b)))
-		h.Write([]byte{'|'})
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", err
-	}
-	write(der)
-	write([]byte(subject.CommonName))
-	for _, o := range subject.Organization {
-		write([]byte(o))
-	}
-	for _, u := range usages {
-		write([]byte(u))
-	}
-	return "node-csr-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
 // CSRRequest is one node client certificate request.
@@ -154,8 +109,11 @@ func (e *TimeoutError) Error() string {
 
 // RequestNodeCertificate posts a CSR for system:node:NAME with signer
 // kubernetes.io/kube-apiserver-client-kubelet, lets it be approved, and
-// waits for the certificate, with client-go's csr.RequestCertificate and
-// csr.WaitForCertificate as the kubelet does.
+// waits for the certificate, as the kubelet's requestNodeCertificate does
+// (pkg/kubelet/certificate/bootstrap/bootstrap.go:317-361, v1.36.3): the
+// CSR is newNodeCSR's, posted (or found again) by client-go's
+// csr.RequestCertificateWithContext, and waitForCertificate watches it
+// with csrIssued deciding each state (csr_request.go).
 func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, error) {
 	start := time.Now()
 	if r.Timeout == 0 {
@@ -169,16 +127,14 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 	if !ok {
 		return nil, fmt.Errorf("node key of type %T cannot sign", key)
 	}
-	subject := NodeSubject(r.NodeName)
-	der, err := certutil.MakeCSR(key, &subject, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("make CSR: %w", err)
-	}
-	usages := NodeClientUsages(key)
-	name, err := NodeCSRName(signer.Public(), subject, usages)
+	req, err := newNodeCSR(signer, r.NodeName, r.ExpirationSeconds)
 	if err != nil {
 		return nil, err
 	}
+	if req == nil || req.Name == "" || len(req.Spec.Request) == 0 {
+		return nil, fmt.Errorf("newNodeCSR(%s) built no CSR with a name and a request", r.NodeName)
+	}
+	name := req.Name
 	csrs := r.Client.CertificatesV1().CertificateSigningRequests()
 	_, getErr := csrs.Get(ctx, name, metav1.GetOptions{})
 	reused := getErr == nil
@@ -187,12 +143,12 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 	// reusing" through the context's logger; we say it ourselves (OnCreated).
 	quiet := klog.NewContext(ctx, logr.Discard())
 	var lifetime *time.Duration
-	if r.ExpirationSeconds != 0 {
-		d := time.Duration(r.ExpirationSeconds) * time.Second
+	if req.Spec.ExpirationSeconds != nil {
+		d := csr.ExpirationSecondsToDuration(*req.Spec.ExpirationSeconds)
 		lifetime = &d
 	}
-	reqName, uid, err := csr.RequestCertificateWithContext(quiet, r.Client, der, name,
-		certificatesv1.KubeAPIServerClientKubeletSignerName, lifetime, usages, key)
+	reqName, uid, err := csr.RequestCertificateWithContext(quiet, r.Client, req.Spec.Request, name,
+		req.Spec.SignerName, lifetime, req.Spec.Usages, key)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("%w; the requester may not create CSRs: bind ClusterRole %s to it (lab 03 binds it to group system:bootstrappers)", err, NodeBootstrapperRole)
@@ -210,8 +166,7 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 
 	wctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	// The watch logs "context deadline exceeded" on a timeout; our error says more.
-	certPEM, waitErr := csr.WaitForCertificate(klog.NewContext(wctx, logr.Discard()), r.Client, reqName, uid)
+	certPEM, waitErr := waitForCertificate(wctx, r.Client, reqName, uid)
 
 	// Read the final state once, to explain a failure or show the approval.
 	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -250,6 +205,52 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 		}
 	}
 	return res, nil
+}
+
+// waitForCertificate watches the CSR until csrIssued says the wait is over,
+// as client-go's WaitForCertificate does (k8s.io/client-go v0.36.3
+// util/certificate/csr/csr.go:179-319) for the certificates/v1 API, the
+// only one a v1.36 apiserver serves (v1beta1 CSRs went in v1.22). Its
+// decision on each state is csrIssued, the stage's function.
+func waitForCertificate(ctx context.Context, client kubernetes.Interface, name string, uid types.UID) ([]byte, error) {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	csrs := client.CertificatesV1().CertificateSigningRequests()
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return csrs.List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return csrs.Watch(ctx, o)
+		},
+	}, client)
+	var cert []byte
+	// The informer logs "context deadline exceeded" on a timeout; our
+	// caller's error says more.
+	quiet := klog.NewContext(ctx, logr.Discard())
+	_, err := watchtools.UntilWithSync(quiet, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(ev watch.Event) (bool, error) {
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+		case watch.Deleted:
+			return false, fmt.Errorf("csr %q was deleted", name)
+		default:
+			return false, nil
+		}
+		obj, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+		if !ok {
+			return false, fmt.Errorf("unexpected type received: %T", ev.Object)
+		}
+		c, done, err := csrIssued(obj, uid)
+		if done {
+			cert = c
+		}
+		return done, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cert, nil
 }
 
 func approved(c *certificatesv1.CertificateSigningRequest) bool {

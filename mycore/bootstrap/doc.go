@@ -20,7 +20,10 @@
 //     usage-bootstrap-signing.
 //   - csr.go: the CertificateSigningRequest, compact from the kubelet's
 //     requestNodeCertificate (pkg/kubelet/certificate/bootstrap/bootstrap.go,
-//     v1.36.3) on top of k8s.io/client-go/util/certificate/csr.
+//     v1.36.3) on top of k8s.io/client-go/util/certificate/csr;
+//     csr_request.go holds what the csr-request build-it stage has a
+//     learner write: the CSR's subject, usages, name and object, and the
+//     wait's decision on each state of it.
 //   - credentials.go: the node's key, certificate and kubeconfig in the
 //     state folder, and when they may be reused.
 //   - join.go: all of it as one call, what the kubelet does at start-up when

@@ -11,7 +11,6 @@ import (
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/features"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
 	runtimeutil "k8s.io/kubernetes/pkg/kubelet/kuberuntime/util"
 	proberesults "k8s.io/kubernetes/pkg/kubelet/prober/results"
 )
@@ -123,7 +122,7 @@ func (a PodActions) killOrder() []kubecontainer.ContainerID {
 }
 
 // ComputePodActions is computePodActions (kuberuntime_manager.go:1175-
-// 1384): compare the pod with what the runtime has and decide.
+// 1386): compare the pod with what the runtime has and decide.
 //
 //   - The sandbox is gone, not ready, or has the wrong network namespace
 //     (runtimeutil.PodSandboxChanged): kill everything and start over in a
@@ -145,6 +144,10 @@ func (a PodActions) killOrder() []kubecontainer.ContainerID {
 //     pod is initialized, and never again: one that exited stays exited,
 //     and a new sandbox does not bring them back.
 //
+// The new sandbox's decision (newSandboxActions) and the regular
+// containers' (containerActions) are in actions_decide.go, the
+// compute-pod-actions build-it stage.
+//
 // Left out from upstream: resizing sidecars, and RestartAllContainers.
 func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodStatus) PodActions {
 	createSandbox, attempt, sandboxID := runtimeutil.PodSandboxChanged(pod, podStatus)
@@ -153,31 +156,9 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		ContainersToStart: []int{}, ContainersToKill: map[kubecontainer.ContainerID]ContainerToKill{},
 	}
 
-	// A new sandbox: everything starts from scratch (:1203-1261).
+	// A new sandbox: everything starts from scratch (:1205-1264).
 	if createSandbox {
-		if !restartOnFailure(pod) && attempt != 0 && len(podStatus.ContainerStatuses) != 0 {
-			// restartPolicy Never and the pod ran: it is over, no new sandbox.
-			a.CreateSandbox = false
-			return a
-		}
-		var toStart []int
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			if runOnce(pod, c) && succeeded(c, podStatus) {
-				continue
-			}
-			toStart = append(toStart, i)
-		}
-		if len(toStart) == 0 && kubekr.HasAnyRegularContainerCreated(pod, podStatus) {
-			// Every container succeeded and none restarts.
-			a.CreateSandbox = false
-			return a
-		}
-		if len(pod.Spec.InitContainers) != 0 {
-			a.InitContainersToStart = []int{0}
-			return a
-		}
-		a.ContainersToStart = toStart
+		newSandboxActions(pod, podStatus, &a)
 		return a
 	}
 
@@ -194,54 +175,8 @@ func (m *Manager) ComputePodActions(pod *v1.Pod, podStatus *kubecontainer.PodSta
 		return a
 	}
 
-	// The regular containers (:1289-1375).
-	keep := 0
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		s := podStatus.FindContainerStatusByName(c.Name)
-		if s == nil || s.State != kubecontainer.ContainerStateRunning {
-			if kubecontainer.ShouldContainerBeRestarted(klog.Background(), c, pod, podStatus) {
-				a.ContainersToStart = append(a.ContainersToStart, i)
-				if s != nil && s.State == kubecontainer.ContainerStateUnknown {
-					// It may still run: never two instances at once.
-					a.ContainersToKill[s.ID] = ContainerToKill{Name: s.Name, Container: c, Reason: ReasonUnknown,
-						Message: fmt.Sprintf("Container is in %q state, try killing it before restart", s.State)}
-				}
-			}
-			continue
-		}
-		// It runs; kill it if one of these holds.
-		restart := restartOnFailure(pod)
-		if utilfeature.DefaultFeatureGate.Enabled(features.ContainerRestartRules) && c.RestartPolicy != nil {
-			restart = *c.RestartPolicy != v1.ContainerRestartPolicyNever
-		}
-		var msg string
-		var reason KillReason
-		if want, have, changed := containerChanged(c, s); changed {
-			msg = fmt.Sprintf("Container %s definition changed (spec hash %x, running %x)", c.Name, want, have)
-			restart = true // whatever the policy: the new spec must run
-		} else if r, ok := get(m.liveness, s.ID); ok && r == proberesults.Failure {
-			msg, reason = fmt.Sprintf("Container %s failed liveness probe", c.Name), ReasonLivenessProbe
-		} else if r, ok := get(m.startup, s.ID); ok && r == proberesults.Failure {
-			msg, reason = fmt.Sprintf("Container %s failed startup probe", c.Name), ReasonStartupProbe
-		} else if !m.computeResize(pod, i, s, &a) {
-			continue // its resizePolicy restarts it with the new resources
-		} else {
-			keep++
-			continue
-		}
-		if restart {
-			msg += ", will be restarted"
-			a.ContainersToStart = append(a.ContainersToStart, i)
-		}
-		a.ContainersToKill[s.ID] = ContainerToKill{Name: s.Name, Container: c, Message: msg, Reason: reason}
-	}
-
-	if keep == 0 && len(a.ContainersToStart) == 0 {
-		a.KillPod = true
-		// Sidecars must not keep a finished pod alive.
-		a.InitContainersToStart = nil
-	}
+	// The regular containers (:1291-1382).
+	m.containerActions(pod, podStatus, &a)
 	return a
 }
 

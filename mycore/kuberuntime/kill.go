@@ -3,11 +3,9 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/events"
 
@@ -34,46 +32,6 @@ const (
 	ReasonStartupProbe  KillReason = "StartupProbe"
 )
 
-// GracePeriod is the grace a container gets before any preStop hook or
-// clamping: setTerminationGracePeriod (kuberuntime_container.go:1434-1456)
-// then the caller's override (:886-890). from says which field decided, for
-// a learner to see.
-//
-//  1. the override, if the caller gives one (the pod workers pass the grace
-//     they settled on; eviction passes its own);
-//  2. else metadata.deletionGracePeriodSeconds — set by the apiserver when
-//     the pod is deleted (kubectl delete --grace-period=N, or the spec's
-//     value by default);
-//  3. else the probe's terminationGracePeriodSeconds for a probe kill;
-//  4. else spec.terminationGracePeriodSeconds (30 s unless the pod says);
-//  5. else the minimum.
-func GracePeriod(pod *v1.Pod, c *v1.Container, reason KillReason, override *int64) (seconds int64, from string) {
-	switch {
-	case override != nil:
-		return *override, "the caller's override"
-	case pod.DeletionGracePeriodSeconds != nil:
-		return *pod.DeletionGracePeriodSeconds, "metadata.deletionGracePeriodSeconds"
-	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		if p := probeOf(c, reason); p != nil && p.TerminationGracePeriodSeconds != nil {
-			return *p.TerminationGracePeriodSeconds, fmt.Sprintf("the %s probe's terminationGracePeriodSeconds", reason)
-		}
-		return *pod.Spec.TerminationGracePeriodSeconds, "spec.terminationGracePeriodSeconds"
-	}
-	return MinimumGracePeriodSeconds, "the minimum (the pod sets no grace period)"
-}
-
-func probeOf(c *v1.Container, reason KillReason) *v1.Probe {
-	switch {
-	case c == nil:
-		return nil
-	case reason == ReasonLivenessProbe:
-		return c.LivenessProbe
-	case reason == ReasonStartupProbe:
-		return c.StartupProbe
-	}
-	return nil
-}
-
 // KillContainer stops one container the kubelet's way and reports it as
 // the kubelet does, a SyncResult of action KillContainer for the
 // container's name. pod may be nil (a kubelet that restarted finds
@@ -97,18 +55,18 @@ func (m *Manager) KillContainerWithMessage(ctx context.Context, pod *v1.Pod, id 
 
 // killContainer is killContainer (kuberuntime_container.go:861-926):
 //
-//  1. the grace period (GracePeriod);
-//  2. the preStop hook, if any and if there is time: it runs inside the
-//     grace period, so its duration (whole seconds, as upstream) is
-//     subtracted (:893-896);
-//  3. with sidecars, wait for this container's turn (:899-903);
-//  4. clamp to the 2 s minimum (:905-907);
-//  5. CRI StopContainer(id, timeout=grace). The runtime sends the stop
+//  1. the grace period (GracePeriod, kill_grace.go);
+//  2. stopTimeout (kill_grace.go) spends it: the preStop hook, if any and
+//     if there is time, runs inside the grace period, so its duration
+//     (whole seconds, as upstream) is subtracted (:893-895); with sidecars,
+//     so is the wait for this container's turn (:899-902); and the result
+//     is never under the 2 s minimum (:905-907);
+//  3. CRI StopContainer(id, timeout=grace). The runtime sends the stop
 //     signal, waits up to the timeout, then SIGKILLs: the kubelet itself
 //     never sends a signal. cri-client bounds the call by its request
 //     timeout plus the grace (remote_runtime.go:444-452), so a SIGKILL at
 //     the end of the grace still has time to be reported;
-//  6. NotFound is success: the container is already gone (:912-913).
+//  4. NotFound is success: the container is already gone (:912-913).
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontainer.ContainerID, name string, reason KillReason, override *int64, ordering *terminationOrdering, message string) error {
 	var spec *v1.Container
 	if pod != nil {
@@ -134,22 +92,32 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 		message = "Stopping container " + spec.Name
 	}
 	m.recordContainerEvent(pod, spec, id.ID, v1.EventTypeNormal, events.KillingContainer, "%v", message)
+	// The steps say, for the learner, where the timeout came from. left is
+	// the grace after each step, to tell when stopTimeout raised it.
 	steps := fmt.Sprintf("%ds from %s", grace, from)
-	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
-		took := m.runPreStop(ctx, pod, id, spec, grace)
-		grace -= int64(took.Seconds())
-		steps += fmt.Sprintf(", minus the preStop hook's %ds", int64(took.Seconds()))
-	}
-	if ordering != nil && grace > 0 {
-		waited := ordering.waitForTurn(name, grace)
-		if s := int64(waited.Seconds()); s > 0 {
-			grace -= s
-			steps += fmt.Sprintf(", minus %ds waiting for its turn", s)
+	left := grace
+	var preStop, waitTurn func(budget int64) time.Duration
+	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		preStop = func(budget int64) time.Duration {
+			took := m.runPreStop(ctx, pod, id, spec, budget)
+			left = budget - int64(took.Seconds())
+			steps += fmt.Sprintf(", minus the preStop hook's %ds", int64(took.Seconds()))
+			return took
 		}
 	}
-	if grace < MinimumGracePeriodSeconds {
-		grace = MinimumGracePeriodSeconds
-		steps += fmt.Sprintf(", raised to the %ds minimum", MinimumGracePeriodSeconds)
+	if ordering != nil {
+		waitTurn = func(budget int64) time.Duration {
+			waited := ordering.waitForTurn(name, budget)
+			left = budget - int64(waited.Seconds())
+			if s := int64(waited.Seconds()); s > 0 {
+				steps += fmt.Sprintf(", minus %ds waiting for its turn", s)
+			}
+			return waited
+		}
+	}
+	grace = stopTimeout(grace, preStop, waitTurn)
+	if grace > left {
+		steps += fmt.Sprintf(", raised to the %ds minimum", grace)
 	}
 
 	m.say(podCall(pod, "StopContainer", name, 0), "CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps)
@@ -172,86 +140,24 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 
 // KillPod stops every running container of runningPod in parallel, then
 // every sandbox of it: KillPod (kuberuntime_manager.go:1946), which returns
-// only the error of killPodWithSyncResult.
+// only the error of killPodWithSyncResult (KillPodWithSyncResult,
+// kill_pod.go).
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) error {
 	r := m.KillPodWithSyncResult(ctx, pod, runningPod, gracePeriodOverride)
 	return r.Error()
 }
 
-// KillPodWithSyncResult is killPodWithSyncResult
-// (kuberuntime_manager.go:1953-1973):
-//
-//  1. the containers, all at once (killContainersWithSyncResult), one
-//     SyncResult each — so a pod of three containers that all ignore
-//     SIGTERM takes one grace period, not three;
-//  2. then StopPodSandbox for each of the pod's sandboxes, one SyncResult
-//     of action KillPodSandbox for the pod. The runtime kills what still
-//     runs in it and tears the pod's network down (CNI DEL); NotFound is
-//     success.
-//
-// Nothing is removed: the stopped containers and sandboxes stay in the
-// runtime (their logs and exit codes with them) until GarbageCollect.
-//
-// runningPod is what the runtime runs — build it from a pod status with
-// kubecontainer.ConvertPodStatusToRunningPod, as the kubelet's killPod
-// does; pod, when known, gives the grace periods, preStop hooks and sidecar
-// order, and may be nil.
-func (m *Manager) KillPodWithSyncResult(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, gracePeriodOverride *int64) (result kubecontainer.PodSyncResult) {
-	for _, r := range m.killContainersWithSyncResult(ctx, pod, runningPod, gracePeriodOverride) {
-		result.AddSyncResult(r)
-	}
-
-	sandboxResult := kubecontainer.NewSyncResult(kubecontainer.KillPodSandbox, runningPod.ID)
-	result.AddSyncResult(sandboxResult)
-	for _, sb := range runningPod.Sandboxes {
-		start := time.Now()
-		err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), sb.ID.ID)
-		if err != nil && !isNotFound(err) {
-			sandboxResult.Fail(kubecontainer.ErrKillPodSandbox, fmt.Sprintf("StopPodSandbox %s: %v", cri.ShortID(sb.ID.ID), err))
-			continue
-		}
+// stopSandbox is one CRI StopPodSandbox, with its line in the journal
+// when it succeeds or finds the sandbox gone. The runtime kills what
+// still runs in the sandbox and tears the pod's network down (CNI DEL).
+// The error is the runtime's, NotFound included: what it means is
+// KillPodWithSyncResult's call.
+func (m *Manager) stopSandbox(ctx context.Context, runningPod kubecontainer.Pod, id string) error {
+	start := time.Now()
+	err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), id)
+	if err == nil || isNotFound(err) {
 		m.say(criCall(runningPod.Namespace, runningPod.Name, string(runningPod.ID), "StopPodSandbox", "", time.Since(start)),
-			"CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(sb.ID.ID))
+			"CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(id))
 	}
-	return result
-}
-
-// killContainersWithSyncResult is kuberuntime_container.go:929-970: one
-// goroutine per running container, a WaitGroup, and the results collected
-// through a channel (so they arrive in the order the containers stopped).
-// A pod with sidecars (restartable init containers) gets a termination
-// order: each sidecar waits until the main containers — and the sidecars
-// started after it — have stopped, within its grace period.
-func (m *Manager) killContainersWithSyncResult(ctx context.Context, pod *v1.Pod, runningPod kubecontainer.Pod, override *int64) []*kubecontainer.SyncResult {
-	results := make(chan *kubecontainer.SyncResult, len(runningPod.Containers))
-	var wg sync.WaitGroup
-
-	var ordering *terminationOrdering
-	if hasSidecars(pod) {
-		var names []string
-		for _, c := range runningPod.Containers {
-			names = append(names, c.Name)
-		}
-		ordering = newTerminationOrdering(pod, names)
-	}
-	wg.Add(len(runningPod.Containers))
-	for _, c := range runningPod.Containers {
-		go func(c *kubecontainer.Container) {
-			defer utilruntime.HandleCrashWithContext(ctx)
-			defer wg.Done()
-			r := kubecontainer.NewSyncResult(kubecontainer.KillContainer, c.Name)
-			if err := m.killContainer(ctx, pod, c.ID, c.Name, ReasonUnknown, override, ordering, ""); err != nil {
-				r.Fail(kubecontainer.ErrKillContainer, err.Error())
-			}
-			results <- r
-		}(c)
-	}
-	wg.Wait()
-	close(results)
-
-	var out []*kubecontainer.SyncResult
-	for r := range results {
-		out = append(out, r)
-	}
-	return out
+	return err
 }

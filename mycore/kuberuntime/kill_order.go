@@ -34,7 +34,7 @@ func hasSidecars(pod *v1.Pod) bool {
 	return slices.ContainsFunc(pod.Spec.InitContainers, func(c v1.Container) bool { return podutil.IsRestartableInitContainer(&c) })
 }
 
-// newTerminationOrdering is newTerminationOrdering (:43-93).
+// newTerminationOrdering is newTerminationOrdering (:43-95).
 func newTerminationOrdering(pod *v1.Pod, running []string) *terminationOrdering {
 	o := &terminationOrdering{terminated: map[string]chan struct{}{}, prereqs: map[string][]chan struct{}{}}
 	channel := func(name string) chan struct{} {

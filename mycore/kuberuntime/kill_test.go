@@ -199,37 +199,6 @@ func eachRuntime(t *testing.T, f func(t *testing.T, e *killEnv)) {
 	}
 }
 
-// The grace period each field gives, as setTerminationGracePeriod and the
-// override decide it.
-func TestGracePeriod(t *testing.T) {
-	i := func(v int64) *int64 { return &v }
-	pod := func(spec, deletion *int64) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionGracePeriodSeconds: deletion}, Spec: v1.PodSpec{TerminationGracePeriodSeconds: spec}}
-	}
-	liveness := &v1.Container{LivenessProbe: &v1.Probe{TerminationGracePeriodSeconds: i(7)}}
-	for _, tc := range []struct {
-		name     string
-		pod      *v1.Pod
-		c        *v1.Container
-		reason   kuberuntime.KillReason
-		override *int64
-		want     int64
-		from     string
-	}{
-		{"spec", pod(i(30), nil), nil, kuberuntime.ReasonUnknown, nil, 30, "spec.terminationGracePeriodSeconds"},
-		{"deletion beats spec", pod(i(30), i(5)), nil, kuberuntime.ReasonUnknown, nil, 5, "metadata.deletionGracePeriodSeconds"},
-		{"override beats all", pod(i(30), i(5)), nil, kuberuntime.ReasonUnknown, i(1), 1, "the caller's override"},
-		{"liveness probe's own", pod(i(30), nil), liveness, kuberuntime.ReasonLivenessProbe, nil, 7, "the LivenessProbe probe's terminationGracePeriodSeconds"},
-		{"probe ignored for other reasons", pod(i(30), nil), liveness, kuberuntime.ReasonUnknown, nil, 30, "spec.terminationGracePeriodSeconds"},
-		{"nothing set", pod(nil, nil), nil, kuberuntime.ReasonUnknown, nil, 2, "the minimum (the pod sets no grace period)"},
-	} {
-		got, from := kuberuntime.GracePeriod(tc.pod, tc.c, tc.reason, tc.override)
-		if got != tc.want || from != tc.from {
-			t.Errorf("%s: got %d from %q, want %d from %q", tc.name, got, from, tc.want, tc.from)
-		}
-	}
-}
-
 // A container that exits on SIGTERM stops at once with 143; one that
 // ignores it is SIGKILLed by the runtime when the grace period is over:
 // 137, after about the grace period.

@@ -45,6 +45,9 @@ func TestComputeResize(t *testing.T) {
 		{"more memory, RestartContainer: restart", spec("30m", "50Mi", v1.RestartContainer), reported("30m", "45Mi"), "kill app (Container app resize requires restart); start app", false, true},
 		{"the runtime reports nothing: nothing", spec("35m", "50Mi", v1.NotRequired), nil, "nothing to do", false, false},
 	}
+	// For the compute-pod-actions stage: where a learner's containerActions
+	// must hand a kept running container to the resize decision.
+	const why = "a running container with the same spec hash and no failed probe goes to computePodResizeAction, which updates it in place or restarts it (kuberuntime_manager.go:1351-1353, v1.36.3): call m.computeResize"
 	m := New(nil, Options{MemoryCapacity: 8 << 30})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,13 +65,13 @@ func TestComputeResize(t *testing.T) {
 			}
 			a := m.ComputePodActions(tt.pod, ps)
 			if d := a.Describe(tt.pod); !strings.Contains(d, tt.describe) {
-				t.Errorf("Describe: %q, want %q", d, tt.describe)
+				t.Errorf("Describe: %q, want %q: %s", d, tt.describe, why)
 			}
 			if got := len(a.ContainersToUpdate) == 1; got != tt.update {
-				t.Errorf("containers to update %v, want an update: %v", a.ContainersToUpdate, tt.update)
+				t.Errorf("containers to update %v, want an update: %v: %s", a.ContainersToUpdate, tt.update, why)
 			}
 			if _, got := a.ContainersToKill[ps.ContainerStatuses[0].ID]; got != tt.restart || (len(a.ContainersToStart) == 1) != tt.restart {
-				t.Errorf("kill %v, start %v; want a restart: %v", a.ContainersToKill, a.ContainersToStart, tt.restart)
+				t.Errorf("kill %v, start %v; want a restart: %v: %s", a.ContainersToKill, a.ContainersToStart, tt.restart, why)
 			}
 			if tt.update != m.ResizeInProgress(tt.pod, ps) && !tt.restart {
 				t.Errorf("ResizeInProgress %v, want %v", !tt.update, tt.update)

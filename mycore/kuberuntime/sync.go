@@ -126,7 +126,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		}
 		if last := lastExited(podStatus, c.Name); last != nil && backOff != nil {
 			m.log("  %s restarted %s after its last exit (exit code %d); its next back-off: %s",
-				c.Name, time.Since(last.FinishedAt).Round(10*time.Millisecond), last.ExitCode, backOff.Get(kubekr.GetBackoffKey(pod, c)))
+				c.Name, time.Since(last.FinishedAt).Round(10*time.Millisecond), last.ExitCode, backOff.Get(backoffKey(pod, c)))
 		}
 		return nil
 	}
@@ -153,29 +153,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		_ = start(&pod.Spec.Containers[i]) // the error is in result
 	}
 	return result
-}
-
-// doBackOff is the runtime manager's doBackOff (kuberuntime_manager.go:1908):
-// a container that exited at FinishedAt may start again only once the
-// back-off of its key (pod, container, spec hash) since then has passed;
-// each restart doubles the next wait. The error carries the back-off's end
-// (kubecontainer.BackoffError), so the pod worker retries exactly then.
-func doBackOff(pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus, backOff *flowcontrol.Backoff) (error, string) {
-	if backOff == nil {
-		return nil, ""
-	}
-	last := lastExited(podStatus, c.Name)
-	if last == nil {
-		return nil, ""
-	}
-	key := kubekr.GetBackoffKey(pod, c)
-	if backOff.IsInBackOffSince(key, last.FinishedAt) {
-		wait := backOff.Get(key)
-		return kubecontainer.NewBackoffError(kubecontainer.ErrCrashLoopBackOff, last.FinishedAt.Add(wait)),
-			fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait, c.Name, pod.Name, pod.Namespace, pod.UID)
-	}
-	backOff.Next(key, last.FinishedAt)
-	return nil, ""
 }
 
 // lastExited is the newest exited instance of the named container.

@@ -11,6 +11,10 @@
 // One departure, for fleet mode only (Config.ReadAfterUnknownUpdate): after
 // a renewal whose answer was lost, read the Lease before the next one
 // rather than meet a 409 Conflict (readback.go).
+//
+// Renewer (renewer.go, renew_step.go) is our own copy of that controller
+// with every wait on an injected clock: the lease-renew build-it stage,
+// judged by unit tests. The labs keep running upstream's.
 package lease
 
 import (

@@ -27,12 +27,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
-	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
 // NodeGetter reads the Node from the apiserver each time: the mirror
@@ -123,66 +120,6 @@ func (r *Reconciler) SyncStaticPods(ctx context.Context) []Action {
 	return actions
 }
 
-// SyncStatic is tryReconcileMirrorPods (kubelet.go:3472-3505) for one
-// static pod and the mirror pod the pod manager pairs with it (nil: none).
-func (r *Reconciler) SyncStatic(ctx context.Context, static, mirrorPod *v1.Pod) []Action {
-	if !kubetypes.IsStaticPod(static) {
-		return nil
-	}
-	fullName := kubecontainer.GetPodFullName(static)
-	hash := static.Annotations[kubetypes.ConfigHashAnnotationKey]
-	var actions []Action
-	deleted := false
-	if mirrorPod != nil {
-		reason := ""
-		switch {
-		case mirrorPod.DeletionTimestamp != nil:
-			reason = fmt.Sprintf("mirror pod %s is being deleted", mirrorPod.UID)
-		case !kubepod.IsMirrorPodOf(mirrorPod, static):
-			reason = fmt.Sprintf("mirror pod %s has %s=%s, the static pod now has hash %s",
-				mirrorPod.UID, kubetypes.ConfigMirrorAnnotationKey, short(mirrorPod.Annotations[kubetypes.ConfigMirrorAnnotationKey]), short(hash))
-		}
-		if reason != "" {
-			// The UID precondition deletes this mirror pod only, not a
-			// newer one somebody made meanwhile (kubelet.go:3484).
-			uid := mirrorPod.UID
-			ok, err := r.Client.DeleteMirrorPod(ctx, fullName, &uid)
-			switch {
-			case err != nil:
-				actions = append(actions, Action{Verb: Replaced, Pod: fullName, Reason: reason, Err: err})
-			case ok:
-				deleted = true
-				actions = append(actions, Action{Verb: Replaced, Pod: fullName, Reason: reason})
-			default:
-				// NotFound or a UID conflict: somebody was faster; the
-				// apiserver source will tell us what is there now.
-				actions = append(actions, Action{Verb: Skipped, Pod: fullName, Reason: reason + "; it was already gone"})
-			}
-		}
-	}
-	if mirrorPod != nil && !deleted {
-		return actions
-	}
-	if r.Nodes != nil {
-		n, err := r.Nodes.Get(r.NodeName)
-		if err != nil {
-			return append(actions, Action{Verb: Skipped, Pod: fullName, Reason: "cannot read Node " + r.NodeName, Err: err})
-		}
-		if n.DeletionTimestamp != nil {
-			return append(actions, Action{Verb: Skipped, Pod: fullName, Reason: "Node " + r.NodeName + " is being deleted"})
-		}
-	}
-	a := Action{Verb: Created, Pod: fullName, Reason: fmt.Sprintf("%s=%s, owner Node/%s", kubetypes.ConfigMirrorAnnotationKey, short(hash), r.NodeName)}
-	a.Err = r.Client.CreateMirrorPod(ctx, static)
-	if apierrors.IsAlreadyExists(a.Err) {
-		// Made by an earlier pass (or it is the old one on its way out):
-		// the pod manager learns of it when the apiserver source
-		// delivers it, and the next pass compares it.
-		a = Action{Verb: Skipped, Pod: fullName, Reason: "a pod of that name exists already; waiting for the apiserver source to deliver it"}
-	}
-	return append(actions, a)
-}
-
 // DeleteOrphans deletes the mirror pods the pod manager holds without a
 // static pod of the same full name (kubelet_pods.go:1317-1329). The kubelet
 // skips those whose static pod is still terminating in the pod workers;
@@ -200,12 +137,4 @@ func (r *Reconciler) DeleteOrphans(ctx context.Context) []Action {
 		actions = append(actions, a)
 	}
 	return actions
-}
-
-// short is the first 8 characters of a hash, enough to tell two apart.
-func short(h string) string {
-	if len(h) > 8 {
-		return h[:8]
-	}
-	return h
 }

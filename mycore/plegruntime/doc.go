@@ -18,4 +18,9 @@
 // other method of the interface returns an error wrapping ErrNotImplemented,
 // so that code which reaches them fails with a sentence instead of a nil
 // pointer panic.
+//
+// RelistEvents is the other side, the PLEG's own diff of two lists into
+// events (pkg/kubelet/pleg/generic.go:252-490), written out for the
+// build-it stage pleg-relist: the labs run the kubelet's PLEG, and lab 07
+// prints a line when RelistEvents disagrees with what it sent.
 package plegruntime

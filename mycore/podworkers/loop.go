@@ -31,20 +31,15 @@ func (w *Workers) podWorkerLoop(uid types.UID, updates <-chan struct{}) {
 			isTerminal bool
 			waited     time.Duration
 		)
+		// The gate (cache_gate.go): wait until the pod cache holds a
+		// runtime state newer than our last sync.
+		start := time.Now()
+		status, err = w.podCacheGate(ctx, u, lastSyncTime)
 		if u.RunningPod == nil {
-			// The gate: act only on a runtime state the PLEG recorded after
-			// our last action (:1280-1288). The first sync waits for the
-			// PLEG's first relist; later ones for the next relist that
-			// follows lastSyncTime — about one relist period.
-			start := time.Now()
-			status, err = w.opts.Cache.GetNewerThan(u.Pod.UID, lastSyncTime)
 			waited = time.Since(start)
 		}
 		if w.ctx.Err() != nil {
 			return // Stop woke us up
-		}
-		if err == nil {
-			err = ctx.Err() // a kill arrived while we waited: the pending update is newer
 		}
 		if err == nil {
 			w.emitSync(uid, work, u, waited)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -30,8 +29,8 @@ const (
 
 // auth is the kubelet's KubeletAuth (pkg/kubelet/server/auth.go:38-52) for
 // a node that accepts client certificates only: an x509 authenticator, the
-// kubelet's own request-to-attributes mapping (with one change:
-// createForStreams), and a SubjectAccessReview authorizer.
+// kubelet's request-to-attributes mapping (with one change: streamPaths),
+// and a SubjectAccessReview authorizer.
 type auth struct {
 	authn authenticator.Request
 	attrs kubeletserver.NodeRequestAttributesGetter
@@ -68,11 +67,12 @@ func newAuth(cfg Config, clientCAs *x509.CertPool) (*auth, error) {
 	}
 	return &auth{
 		authn: authn,
-		// Imported, not rewritten: which subresource a path needs is the
-		// contract between kubelets and RBAC roles such as
-		// system:kubelet-api-admin (pkg/kubelet/server/auth.go:55-155).
-		// Only the verb of the streaming paths is ours.
-		attrs: createForStreams{kubeletserver.NewNodeAuthorizerAttributesGetter(types.NodeName(cfg.NodeName))},
+		// Which subresource a path needs is the contract between kubelets
+		// and RBAC roles such as system:kubelet-api-admin: our mapping is
+		// the kubelet's (auth_attributes.go; a test holds it to upstream's
+		// NewNodeAuthorizerAttributesGetter), but for the verb of the
+		// streaming paths.
+		attrs: nodeAttributes{nodeName: cfg.NodeName},
 		authz: authz,
 	}, nil
 }
@@ -80,57 +80,53 @@ func newAuth(cfg Config, clientCAs *x509.CertPool) (*auth, error) {
 // streamPaths run a process in a pod or open a stream into it. /run is not
 // served (upstream serves it on POST only, server.go:573-580); it is listed
 // so that serving it later cannot reopen the door.
-var streamPaths = []string{"/exec", "/attach", "/portForward", "/run"}
-
-// createForStreams is the kubelet's mapping with one change: a request on a
-// streamPath needs `create nodes/proxy`, whatever its HTTP method.
 //
-// Upstream derives the verb from the method (auth.go:86-97), and serves
-// exec, attach and port-forward on GET as well as POST (server.go:586-633),
-// because a WebSocket handshake is always a GET. So `get nodes/proxy` — a
-// grant that reads like read-only access, given to monitoring agents —
-// opens a shell in every pod of the node; the Kubernetes docs warn that it
-// "is not a read-only permission" (RBAC good practices, "Access to proxy
-// subresource of Nodes"). The apiserver closed the same gap for pods/exec,
-// pods/attach and pods/portforward with AuthorizePodWebsocketUpgradeCreate-
-// Permission (beta, on since 1.35: pkg/features/kube_features.go:1273-1275;
-// pkg/registry/core/pod/rest/subresources.go:116-122, 191-197, 277-283),
-// re-asking with verb create as overrideVerb does
-// (pkg/registry/core/pod/rest/authorize.go:38-72); the kubelet of 1.36.3
-// has no such rule. The apiserver's own client holds `*` on nodes/proxy
-// (system:kubelet-api-admin, plugin/pkg/auth/authorizer/rbac/
-// bootstrappolicy/policy.go:582), so kubectl exec is unaffected.
-type createForStreams struct {
-	kubeletserver.NodeRequestAttributesGetter
-}
-
-func (g createForStreams) GetRequestAttributes(ctx context.Context, u user.Info, r *http.Request) []authorizer.Attributes {
-	attrs := g.NodeRequestAttributesGetter.GetRequestAttributes(ctx, u, r)
-	if !isStreamPath(r.URL.Path) {
-		return attrs
-	}
-	for i, a := range attrs {
-		attrs[i] = createVerb{a}
-	}
-	return attrs
-}
+// A request on a streamPath needs `create nodes/proxy`, whatever its HTTP
+// method (nodeRequestAttributes): the one place where our mapping differs
+// from the kubelet's. Upstream derives the verb from the method
+// (auth.go:86-97), and serves exec, attach and port-forward on GET as well
+// as POST (server.go:586-633), because a WebSocket handshake is always a
+// GET. So `get nodes/proxy` — a grant that reads like read-only access,
+// given to monitoring agents — opens a shell in every pod of the node; the
+// Kubernetes docs warn that it "is not a read-only permission" (RBAC good
+// practices, "Access to proxy subresource of Nodes"). The apiserver closed
+// the same gap for pods/exec, pods/attach and pods/portforward with
+// AuthorizePodWebsocketUpgradeCreatePermission (beta, on since 1.35:
+// pkg/features/kube_features.go:1273-1275; pkg/registry/core/pod/rest/
+// subresources.go:116-122, 191-197, 277-283), re-asking with verb create as
+// overrideVerb does (pkg/registry/core/pod/rest/authorize.go:38-72); the
+// kubelet of 1.36.3 has no such rule. The apiserver's own client holds `*`
+// on nodes/proxy (system:kubelet-api-admin, plugin/pkg/auth/authorizer/
+// rbac/bootstrappolicy/policy.go:582), so kubectl exec is unaffected.
+var streamPaths = []string{"/exec", "/attach", "/portForward", "/run"}
 
 // isStreamPath matches a streamPath and everything under it, as the
 // kubelet's isSubpath matches its paths (auth.go:64-67): /exec and
 // /exec/…, not /execute.
 func isStreamPath(path string) bool {
 	for _, p := range streamPaths {
-		if path == p || strings.HasPrefix(path, p+"/") {
+		if isSubpath(path, p) {
 			return true
 		}
 	}
 	return false
 }
 
-// createVerb is an authorization question with its verb replaced by create.
-type createVerb struct{ authorizer.Attributes }
+// isSubpath is the kubelet's isSubpath (auth.go:64-67): subpath is path or
+// under it, path's trailing slash ignored — "/stats/" matches /stats and
+// /stats/summary, not /statsfoo.
+func isSubpath(subpath, path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return subpath == path || (strings.HasPrefix(subpath, path) && subpath[len(path)] == '/')
+}
 
-func (createVerb) GetVerb() string { return "create" }
+// nodeAttributes is the kubelet's NodeRequestAttributesGetter
+// (auth.go:55-62) over our nodeRequestAttributes.
+type nodeAttributes struct{ nodeName string }
+
+func (n nodeAttributes) GetRequestAttributes(_ context.Context, u user.Info, r *http.Request) []authorizer.Attributes {
+	return nodeRequestAttributes(n.nodeName, u, r)
+}
 
 // filter authenticates and authorizes every request before it reaches a
 // handler, as InstallAuthFilter does (server.go:370-422), and logs one

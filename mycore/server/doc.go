@@ -22,7 +22,7 @@
 //     --kubelet-client-certificate, whose CN and O become user and groups.
 //   - Every request is then authorized by a SubjectAccessReview the node
 //     sends to the apiserver, with the attributes the kubelet's webhook
-//     mode uses (auth.go): verb from the HTTP method, resource nodes,
+//     mode uses (auth_attributes.go): verb from the HTTP method, resource nodes,
 //     subresource proxy (or stats, log, pods, healthz…) by path — except
 //     that exec, attach and port-forward need create whatever the method,
 //     where the kubelet lets a WebSocket GET through with get.

@@ -249,7 +249,7 @@ func TestRefusals(t *testing.T) {
 	})
 	t.Run("node identity lacks nodes/proxy", func(t *testing.T) {
 		code, body, err := n.get(t, certOf(t, n.joined.Config), "/exec/default/"+pod.Name+"/idle?command=true&output=1")
-		// exec needs create, even on a GET (auth.go createForStreams).
+		// exec needs create, even on a GET (auth_attributes.go nodeRequestAttributes).
 		want := fmt.Sprintf("Forbidden (user=system:node:%s, verb=create, resource=nodes, subresource(s)=[proxy])", n.name)
 		if err != nil || code != http.StatusForbidden || !strings.Contains(body, want) {
 			t.Errorf("as the node: %d %q (%v); want 403 %q", code, body, err, want)

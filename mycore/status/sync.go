@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
-	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	statusutil "k8s.io/kubernetes/pkg/util/pod"
 )
@@ -279,19 +277,6 @@ func (m *Manager) needsUpdate(uid, statusUID types.UID, st versioned) bool {
 	return ok && m.canBeDeleted(pod, st)
 }
 
-// canBeDeleted (:1241-1261): the pod is being deleted, the apiserver shows
-// a terminal phase, TerminatePod was called, and — belt and braces — the
-// pod workers say no container could still run.
-func (m *Manager) canBeDeleted(pod *v1.Pod, st versioned) bool {
-	if pod.DeletionTimestamp == nil || kubetypes.IsMirrorPod(pod) {
-		return false
-	}
-	if !podutil.IsPodPhaseTerminal(pod.Status.Phase) {
-		return false
-	}
-	return st.finished && !m.safety.CouldHaveRunningContainers(pod.UID)
-}
-
 // needsReconcile: the apiserver's status (as the pod manager last saw it)
 // differs from ours (:1269-1304). Only with Options.Pods. Call with
 // syncMu and mu held.
@@ -320,54 +305,4 @@ func (m *Manager) needsReconcile(uid types.UID, st versioned) bool {
 	api := pod.Status.DeepCopy()
 	normalizeStatus(pod, api)
 	return !isPodStatusByKubeletEqual(api, &st.status)
-}
-
-// mergePodStatus (:1359-1435) keeps the conditions the kubelet does not
-// own from the apiserver's status, and holds back a terminal phase while
-// containers could still run: other components free a pod's resources
-// once it is terminal, so it must really be over.
-func mergePodStatus(pod *v1.Pod, old, next v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
-	// next shares its slices with the cached status that GetPodStatus
-	// copies under the read lock; this function writes into them
-	// (updateLastTransitionTime), so it works on its own copy.
-	next = *next.DeepCopy()
-	conditions := make([]v1.PodCondition, 0, len(old.Conditions)+len(next.Conditions))
-	for _, c := range old.Conditions {
-		if !kubetypes.PodConditionByKubelet(c.Type) {
-			conditions = append(conditions, c)
-		}
-	}
-	toTerminal := !podutil.IsPodPhaseTerminal(old.Phase) && podutil.IsPodPhaseTerminal(next.Phase)
-	for _, c := range next.Conditions {
-		switch {
-		case kubetypes.PodConditionByKubelet(c.Type):
-			conditions = append(conditions, c)
-		case c.Type == v1.DisruptionTarget && toTerminal && !couldHaveRunningContainers:
-			// Shared with the control plane: sent only with the terminal phase.
-			updateLastTransitionTime(&next, &old, c.Type)
-			if _, nc := podutil.GetPodConditionFromList(next.Conditions, c.Type); nc != nil {
-				conditions = statusutil.ReplaceOrAppendPodCondition(conditions, nc)
-			}
-		}
-	}
-	next.Conditions = conditions
-	next.ResourceClaimStatuses = old.ResourceClaimStatuses
-	next.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
-	next.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
-	if toTerminal && couldHaveRunningContainers {
-		next.Phase, next.Reason, next.Message = old.Phase, old.Reason, old.Message
-	}
-	// A terminal pod is never Ready (issue 108594).
-	if podutil.IsPodPhaseTerminal(next.Phase) && (podutil.IsPodReadyConditionTrue(next) || podutil.IsContainersReadyConditionTrue(next)) {
-		reason := kubestatus.PodFailed
-		if next.Phase == v1.PodSucceeded {
-			reason = kubestatus.PodCompleted
-		}
-		for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
-			c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason,
-				ObservedGeneration: podutil.CalculatePodConditionObservedGeneration(&old, pod.Generation, t)}
-			podutil.UpdatePodCondition(&next, &c)
-		}
-	}
-	return next
 }

@@ -9,6 +9,7 @@ package plegview
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -113,6 +114,10 @@ type Differ struct {
 	out    *labenv.Printer
 	events chan *pleg.PodLifecycleEvent
 	prev   map[string]row
+	// prevPods is the previous list as pods, for plegruntime.RelistEvents
+	// (the build-it stage pleg-relist): a line is printed only when it
+	// disagrees with the events the kubelet's PLEG sent.
+	prevPods map[types.UID]*kubecontainer.Pod
 	// Sent has, per relist so far, the types of the events it sent
 	// ("none" for none): what the lab records for make check LAB=07.
 	Sent [][]string
@@ -125,7 +130,7 @@ type row struct {
 
 // NewDiffer reads the same runtime as the PLEG and drains its events.
 func NewDiffer(rt *plegruntime.Runtime, out *labenv.Printer, events chan *pleg.PodLifecycleEvent) *Differ {
-	return &Differ{rt: rt, out: out, events: events, prev: map[string]row{}}
+	return &Differ{rt: rt, out: out, events: events, prev: map[string]row{}, prevPods: map[types.UID]*kubecontainer.Pod{}}
 }
 
 // Relist calls the PLEG's Relist() once and prints the table of what it
@@ -134,7 +139,7 @@ func (d *Differ) Relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 	d.out.Printf("\n%s", title)
 	d.out.Printf("  Relist(): GetPods(all) over CRI, diff with the last list, GetPodStatus of changed pods")
 	g.Relist()
-	now := d.snapshot(ctx)
+	now, nowPods := d.snapshot(ctx)
 
 	ids := map[string]bool{}
 	for id := range now {
@@ -165,19 +170,63 @@ func (d *Differ) Relist(ctx context.Context, g *pleg.GenericPLEG, title string) 
 		}
 		d.out.Printf("  %-12s %-10s %-15.13s %-13s %s%s", r.pod, r.name, id, old, cur, mark)
 	}
-	var got, types []string
+	var got, kinds []string
 	for len(d.events) > 0 {
 		ev := <-d.events
 		id, _ := ev.Data.(string)
 		got = append(got, fmt.Sprintf("%s(%.13s)", ev.Type, id))
-		types = append(types, string(ev.Type))
+		kinds = append(kinds, string(ev.Type))
+	}
+	ours := d.relistEvents(nowPods)
+	if !sameEvents(got, ours) {
+		d.out.Printf("  plegruntime.RelistEvents (stage pleg-relist) computes %s; the kubelet's PLEG sent %s", orNone(ours), orNone(got))
 	}
 	if len(got) == 0 {
-		got, types = []string{"none"}, []string{"none"}
+		got, kinds = []string{"none"}, []string{"none"}
 	}
-	d.Sent = append(d.Sent, types)
+	d.Sent = append(d.Sent, kinds)
 	d.out.Printf("  events sent: %s", strings.Join(got, ", "))
-	d.prev = now
+	d.prev, d.prevPods = now, nowPods
+}
+
+// relistEvents is what plegruntime.RelistEvents makes of the previous list
+// and this one, pod by pod, without ContainerChanged, which the PLEG does
+// not send (pkg/kubelet/pleg/generic.go:391-394).
+func (d *Differ) relistEvents(now map[types.UID]*kubecontainer.Pod) []string {
+	uids := map[types.UID]bool{}
+	for uid := range d.prevPods {
+		uids[uid] = true
+	}
+	for uid := range now {
+		uids[uid] = true
+	}
+	var out []string
+	for uid := range uids {
+		for _, ev := range plegruntime.RelistEvents(d.prevPods[uid], now[uid]) {
+			if ev.Type == pleg.ContainerChanged {
+				continue
+			}
+			id, _ := ev.Data.(string)
+			out = append(out, fmt.Sprintf("%s(%.13s)", ev.Type, id))
+		}
+	}
+	return out
+}
+
+// sameEvents compares two lists of events regardless of the order of pods
+// (the PLEG walks its records in map order).
+func sameEvents(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func orNone(events []string) string {
+	if len(events) == 0 {
+		return "none"
+	}
+	return strings.Join(events, ", ")
 }
 
 // rowOf names a container from whichever list has it (a removed one is
@@ -191,15 +240,17 @@ func rowOf(id string, lists ...map[string]row) row {
 	return row{}
 }
 
-// snapshot is the list the PLEG just saw, in its own words.
-func (d *Differ) snapshot(ctx context.Context) map[string]row {
+// snapshot is the list the PLEG just saw, in its own words, and as pods.
+func (d *Differ) snapshot(ctx context.Context) (map[string]row, map[types.UID]*kubecontainer.Pod) {
 	rows := map[string]row{}
+	byUID := map[types.UID]*kubecontainer.Pod{}
 	pods, err := d.rt.GetPods(ctx, true)
 	if err != nil {
 		d.out.Printf("  GetPods: %v", err)
-		return rows
+		return rows, d.prevPods // a failed list changes nothing, as for the PLEG
 	}
 	for _, p := range pods {
+		byUID[p.ID] = p
 		name := p.Namespace + "/" + p.Name
 		for _, sb := range p.Sandboxes {
 			rows[sb.ID.ID] = row{pod: name, name: "(sandbox)", state: plegState(sb.State)}
@@ -208,7 +259,7 @@ func (d *Differ) snapshot(ctx context.Context) map[string]row {
 			rows[c.ID.ID] = row{pod: name, name: c.Name, state: plegState(c.State)}
 		}
 	}
-	return rows
+	return rows, byUID
 }
 
 // plegState is convertState (generic.go:102-116): CREATED counts as
