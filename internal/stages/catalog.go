@@ -34,6 +34,15 @@ type Stage struct {
 	// Hints are shown one more after each failed grade, then the
 	// solution's place (the reference itself).
 	Hints []string `json:"hints"`
+	// RunArgs are the flags the lab needs to run the stage's code rather
+	// than upstream's (lab 02 renews with upstream's lease controller
+	// unless told --lease-renewer=ours).
+	RunArgs []string `json:"run_args,omitempty"`
+}
+
+// runCommand is how the learner runs the stage's lab on their file.
+func (s Stage) runCommand(overlay string) string {
+	return strings.TrimSpace("go run -overlay " + overlay + " ./labs/" + s.Lab + " " + strings.Join(s.RunArgs, " "))
 }
 
 //go:embed catalog

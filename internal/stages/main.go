@@ -135,6 +135,7 @@ func runStart(ctx context.Context, out *labenv.Printer, root string, stages []St
 	out.Printf("write:      %s — each one's doc comment says what it must do", strings.Join(names, ", "))
 	out.Printf("it mirrors: %s", strings.Join(s.Upstream, "; "))
 	out.Printf("judge it:   make grade NAME=%s", s.Name)
+	out.Printf("run lab %.2s on it: %s", s.Lab, s.runCommand(rel(filepath.Join(w.Dir, "overlay.json"))))
 	return nil
 }
 
@@ -157,7 +158,7 @@ func runGrade(ctx context.Context, out *labenv.Printer, root string, stages []St
 	}
 	report(out, r)
 	if r.ok() {
-		out.Printf("stage %s: passed, %d of %d. Run lab %.2s on your code: go run -overlay %s ./labs/%s", s.Name, len(r.Passed), len(r.Passed), s.Lab, rel(filepath.Join(w.Dir, "overlay.json")), s.Lab)
+		out.Printf("stage %s: passed, %d of %d. Run lab %.2s on your code: %s", s.Name, len(r.Passed), len(r.Passed), s.Lab, s.runCommand(rel(filepath.Join(w.Dir, "overlay.json"))))
 		return w.setPassed(true)
 	}
 	if err := w.setPassed(false); err != nil {

@@ -109,6 +109,14 @@ func TestALearnerOpensGradesAndSolvesAStage(t *testing.T) {
 	if !strings.Contains(out.String(), "your file:") || !strings.Contains(string(stub), "yours to write") {
 		t.Fatalf("make stage said:\n%s\nand wrote:\n%s", out.String(), stub)
 	}
+	// the lab runs on the learner's file with the overlay make stage names
+	overlay, err := os.ReadFile(filepath.Join(w.Dir, "overlay.json"))
+	if err != nil || !strings.Contains(string(overlay), `"`+filepath.Join(root, s.File)+`":"`+w.File+`"`) {
+		t.Errorf("overlay.json = %s (%v), want %s replaced by %s", overlay, err, s.File, w.File)
+	}
+	if !strings.Contains(out.String(), s.runCommand(filepath.Join(w.Dir, "overlay.json"))) {
+		t.Errorf("make stage does not say how to run lab %s on the learner's file:\n%s", s.Lab, out.String())
+	}
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		out.Reset()

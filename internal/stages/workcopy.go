@@ -95,6 +95,11 @@ func start(ctx context.Context, root string, s Stage, reset bool) (workCopy, boo
 	if err := os.WriteFile(w.File, stub, 0o600); err != nil {
 		return w, false, err
 	}
+	// the overlay is there from the start: the learner can run the lab on
+	// their file before it passes (the grade writes the same one)
+	if _, err := writeOverlay(root, w.Dir, s, w.File); err != nil {
+		return w, false, err
+	}
 	if err := w.setAttempts(0); err != nil {
 		return w, false, err
 	}

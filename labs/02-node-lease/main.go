@@ -40,6 +40,7 @@ type options struct {
 	renewFor     time.Duration
 	resume       bool
 	timeout      time.Duration
+	renewer      string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 			fs.DurationVar(&o.renewFor, "renew-for", 25*time.Second, "how long to renew before stopping")
 			fs.BoolVar(&o.resume, "resume", true, "after the node went Unknown, start renewing again and wait for Ready=True")
 			fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for each transition")
+			fs.StringVar(&o.renewer, "lease-renewer", "kubelet", "who renews the Lease: kubelet (upstream's lease controller, as the kubelet runs it) or ours (mycore/lease's Renewer: the lease-renew build-it stage, docs/build-it.md)")
 		},
 		Check: func() error { return o.check() },
 		Run: func(ctx context.Context, out *labenv.Printer) error {
@@ -67,6 +69,9 @@ func main() {
 func (o options) check() error {
 	if o.leaseSeconds < 1 || o.leaseSeconds > 3600 {
 		return fmt.Errorf("--node-lease-duration-seconds=%d: want 1..3600 (the kubelet's default is 40)", o.leaseSeconds)
+	}
+	if o.renewer != "" && o.renewer != "kubelet" && o.renewer != "ours" {
+		return fmt.Errorf("--lease-renewer=%q: want kubelet or ours", o.renewer)
 	}
 	if o.renewFor < 0 || o.timeout <= 0 {
 		return fmt.Errorf("--renew-for must not be negative and --timeout must be positive")
@@ -140,6 +145,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) (*timeline, error)
 	agent, err := node.NewAgent(nodeCfg, node.AgentOptions{
 		Node:                 node.Config{Name: o.nodeName, Labels: map[string]string{node.LabLabel: "02-node-lease"}, Taints: []v1.Taint{node.NoRuntimeTaint}},
 		LeaseDurationSeconds: int32(o.leaseSeconds),
+		OurLeaseRenewer:      o.renewer == "ours",
 		Log:                  func(f string, a ...any) { out.Printf("  "+clock(time.Now())+" "+f, a...) },
 		OnRenewal: func(r lease.Renewal) {
 			if errors.Is(r.Err, context.Canceled) {

@@ -109,11 +109,14 @@ func TestReadyUnknownReady(t *testing.T) {
 		}
 	})
 
+	// The program renews with our Renewer (mycore/lease, the lease-renew
+	// build-it stage's code), the in-process run with upstream's lease
+	// controller: the story must be the same.
 	t.Run("program", func(t *testing.T) {
 		t.Parallel()
 		bin := testenv.BuildLab(t, "./labs/02-node-lease")
 		out, code := testenv.RunProgram(t, bin, []string{"KUBECONFIG=" + cp.AdminKubeconfig(), "LABS_STATE_DIR=" + stateDir},
-			append(args, "--node-name=t02-b")...)
+			append(args, "--node-name=t02-b", "--lease-renewer=ours")...)
 		t.Logf("output:\n%s", out)
 		if code != 0 {
 			t.Fatalf("exit %d", code)
@@ -127,7 +130,7 @@ func TestReadyUnknownReady(t *testing.T) {
 		if d := time.Duration(secs * float64(time.Second)); d < grace-time.Second || d > grace+5*time.Second {
 			t.Errorf("Unknown %s after the last renewal, want about %s", d, grace)
 		}
-		for _, want := range []string{"renewed every 5s (0.25 × 20s)", "NodeStatusUnknown: Kubelet stopped posting node status.", "Ready=True  KubeletReady"} {
+		for _, want := range []string{"renewed every 5s (0.25 × 20s)", "lease updated", "NodeStatusUnknown: Kubelet stopped posting node status.", "Ready=True  KubeletReady"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q", want)
 			}
@@ -145,6 +148,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{options{leaseSeconds: 0, timeout: time.Minute}, "want 1..3600"},
 		{options{leaseSeconds: 40, renewFor: -time.Second, timeout: time.Minute}, "must not be negative"},
+		{options{leaseSeconds: 40, timeout: time.Minute, renewer: "mine"}, "want kubelet or ours"},
 		{options{leaseSeconds: 40, timeout: time.Minute}, "no cluster"},
 		{options{leaseSeconds: 40, timeout: time.Minute, kubeconfig: "/nonexistent"}, "bad kubeconfig"},
 	} {

@@ -29,6 +29,11 @@ type AgentOptions struct {
 	OnRenewal func(lease.Renewal)
 	// OnStatusPatched is told about every status write.
 	OnStatusPatched func(*v1.Node)
+	// OurLeaseRenewer renews the Lease with mycore/lease's Renewer — the
+	// code of the lease-renew build-it stage, so a learner's version runs
+	// in the lab (go run -overlay …) — instead of the upstream lease
+	// controller the kubelet runs. Both send the same requests.
+	OurLeaseRenewer bool
 }
 
 // Agent registers a Node and keeps it alive: status updates plus the Lease.
@@ -104,7 +109,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return fmt.Errorf("post node status: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	ctl, _, err := lease.NewController(ctx, lease.Config{
+	cfg := lease.Config{
 		Client: a.Heartbeat, NodeName: a.opts.Node.Name, LeaseDurationSeconds: int32(a.LeaseDuration / time.Second),
 		OnRepeatedFailure: func() {
 			if ctx.Err() != nil {
@@ -113,7 +118,14 @@ func (a *Agent) Start(ctx context.Context) error {
 			logf("heartbeat failed repeatedly: closing the connections to the apiserver, the next try dials a new one")
 			a.closeAll()
 		},
-	})
+	}
+	var ctl interface{ Run(context.Context) }
+	var err error
+	if a.opts.OurLeaseRenewer {
+		ctl, err = lease.NewRenewer(ctx, cfg)
+	} else {
+		ctl, _, err = lease.NewController(ctx, cfg)
+	}
 	if err != nil {
 		cancel()
 		return err
