@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,5 +170,47 @@ func TestGradingAStageNotOpenSaysHowToOpenIt(t *testing.T) {
 	}
 	if _, err := find(stages, "no-such-stage"); err == nil || !strings.Contains(err.Error(), stages[0].Name) {
 		t.Errorf("find of an unknown stage: %v, want the list of stages", err)
+	}
+}
+
+// TestTheMakeTargetsAsTheCoursePageTypesThem: docs/build-it.md's commands,
+// through make, as a learner types them — make stage lists, make stage
+// NAME= opens, make grade NAME= on the untouched stub fails with the first
+// hint, make grade without NAME says which stage? in one line.
+func TestTheMakeTargetsAsTheCoursePageTypesThem(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	root := repoRoot(t)
+	stages, err := loadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stages[0]
+	env := append(os.Environ(), state.EnvVar+"="+t.TempDir())
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", root}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return string(out), exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("make %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out), 0
+	}
+	if out, code := run("stage"); code != 0 || !strings.Contains(out, s.Name) {
+		t.Errorf("make stage: exit %d\n%s", code, out)
+	}
+	if out, code := run("stage", "NAME="+s.Name); code != 0 || !strings.Contains(out, "your file:") {
+		t.Errorf("make stage NAME=%s: exit %d\n%s", s.Name, code, out)
+	}
+	if out, code := run("grade", "NAME="+s.Name); code == 0 || !strings.Contains(out, "hint 1:") || !strings.Contains(out, "error: stage "+s.Name) {
+		t.Errorf("make grade NAME=%s on the stub: exit %d, want a failure with hint 1\n%s", s.Name, code, out)
+	}
+	if out, code := run("grade"); code == 0 || !strings.Contains(out, "error: which stage?") {
+		t.Errorf("make grade without NAME: exit %d\n%s", code, out)
 	}
 }

@@ -23,8 +23,9 @@
 //   - A running sync is cancelled through its context when termination is
 //     requested, or the grace period shortened, during it (:1000-1004).
 //   - Every sync first waits on the pod cache, GetNewerThan(uid,
-//     lastSyncTime) (:1280-1288): the worker acts only on a runtime state newer
-//     than its own last action, which the PLEG writes.
+//     lastSyncTime) (the switch at :1273-1296; ours: podCacheGate,
+//     cache_gate.go): the worker acts only on a runtime state newer than
+//     its own last action, which the PLEG writes.
 //   - After a sync: a phase change runs the next phase at once; an error
 //     retries after a back-off; success resyncs after a resync interval
 //     (completeWork, :1524), both with upstream's 50 % jitter.
