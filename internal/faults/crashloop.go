@@ -6,8 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // crashLoop: a pod whose command exits 1 a second after it starts, under
@@ -25,17 +23,9 @@ var crashLoop = &Scenario{
 			Name: "app", Image: image,
 			Command: []string{"sh", "-c", `echo "app: starting"; sleep 1; echo "app: lost my work queue, giving up" >&2; exit 1`},
 		})
-		file, err := writeManifest(env, sc, "The pod of make break SCENARIO=crash-loop. Edit it, then delete the pod and apply this file again.", pod)
-		if err != nil {
+		if err := startFaultPod(ctx, env, rec, sc, "The pod of make break SCENARIO=crash-loop. Edit it, then delete the pod and apply this file again.", pod); err != nil {
 			return err
 		}
-		rec.File = file
-		got, err := createPod(ctx, env, pod)
-		if err != nil {
-			return err
-		}
-		rec.UID = string(got.UID)
-		env.Out.Printf("created pod %s/%s on node %s from %s", rec.Namespace, crashPod, rec.Node, file)
 		env.Out.Printf("waiting until it has been restarted once …")
 		return waitPod(ctx, env, rec.Namespace, crashPod, "restarted once", func(p *v1.Pod) bool {
 			return p != nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount > 0
@@ -51,15 +41,10 @@ var crashLoop = &Scenario{
 	},
 	Check: func(ctx context.Context, env *Env, rec Record) (Result, error) {
 		var r Result
-		p, err := env.Admin.CoreV1().Pods(rec.Namespace).Get(ctx, crashPod, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			r.see("no pod %s/%s: apply your fixed manifest (%s) — the check looks for that name", rec.Namespace, crashPod, rec.File)
-			return r, nil
-		}
-		if err != nil {
+		p, err := fixedPod(ctx, env, rec, crashPod, &r)
+		if p == nil || err != nil {
 			return r, err
 		}
-		r.see("%s", describe(p))
 		if string(p.UID) == rec.UID {
 			r.see("it is still the pod the break made (uid %s): a pod's command cannot be changed in place", p.UID)
 			return r, nil

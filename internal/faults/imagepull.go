@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // imagePull: a pod whose image is not on the node, under a pull policy
@@ -26,20 +24,12 @@ var imagePull = &Scenario{
 			Name: "app", Image: missingImage, ImagePullPolicy: v1.PullNever,
 			Command: []string{"sh", "-c", `echo "app: up"; while true; do sleep 1; done`},
 		})
-		file, err := writeManifest(env, sc, "The pod of make break SCENARIO=image-pull. Edit it, then delete the pod and apply this file again.", pod)
-		if err != nil {
+		if err := startFaultPod(ctx, env, rec, sc, "The pod of make break SCENARIO=image-pull. Edit it, then delete the pod and apply this file again.", pod); err != nil {
 			return err
 		}
-		rec.File = file
-		got, err := createPod(ctx, env, pod)
-		if err != nil {
-			return err
-		}
-		rec.UID = string(got.UID)
-		env.Out.Printf("created pod %s/%s on node %s from %s", rec.Namespace, imagePod, rec.Node, file)
 		env.Out.Printf("waiting until its node has given up on its container …")
 		var ran bool
-		err = waitPod(ctx, env, rec.Namespace, imagePod, "waiting for its image", func(p *v1.Pod) bool {
+		err := waitPod(ctx, env, rec.Namespace, imagePod, "waiting for its image", func(p *v1.Pod) bool {
 			if containerRunning(p) {
 				ran = true
 				return true
@@ -65,15 +55,10 @@ var imagePull = &Scenario{
 	},
 	Check: func(ctx context.Context, env *Env, rec Record) (Result, error) {
 		var r Result
-		p, err := env.Admin.CoreV1().Pods(rec.Namespace).Get(ctx, imagePod, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			r.see("no pod %s/%s: apply your fixed manifest (%s) — the check looks for that name", rec.Namespace, imagePod, rec.File)
-			return r, nil
-		}
-		if err != nil {
+		p, err := fixedPod(ctx, env, rec, imagePod, &r)
+		if p == nil || err != nil {
 			return r, err
 		}
-		r.see("%s", describe(p))
 		c := p.Spec.Containers[0]
 		r.see("its image: %s, pull policy %s", c.Image, c.ImagePullPolicy)
 		if !containerRunning(p) {

@@ -170,3 +170,38 @@ func removeFile(path string) error {
 	}
 	return nil
 }
+
+// fixedPod is how the checks of the scenarios whose fix is a new pod from
+// the edited manifest begin: the pod of that name, described into r, or
+// nil (with what to do said into r) when the learner has not applied it
+// yet.
+func fixedPod(ctx context.Context, env *Env, rec Record, name string, r *Result) (*v1.Pod, error) {
+	p, err := env.Admin.CoreV1().Pods(rec.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.see("no pod %s/%s: apply your fixed manifest (%s) — the check looks for that name", rec.Namespace, name, rec.File)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.see("%s", describe(p))
+	return p, nil
+}
+
+// startFaultPod is how the scenarios whose fix is an edited manifest break:
+// the pod's manifest written for the learner to edit (comment heads it),
+// the pod created from it, both remembered in rec, and said.
+func startFaultPod(ctx context.Context, env *Env, rec *Record, fault, comment string, pod *v1.Pod) error {
+	file, err := writeManifest(env, fault, comment, pod)
+	if err != nil {
+		return err
+	}
+	rec.File = file
+	got, err := createPod(ctx, env, pod)
+	if err != nil {
+		return err
+	}
+	rec.UID = string(got.UID)
+	env.Out.Printf("created pod %s/%s on node %s from %s", rec.Namespace, pod.Name, rec.Node, file)
+	return nil
+}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,6 +10,7 @@ import (
 	"strings"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/testevents"
 )
 
 // exerciseTest is the name every lab's exercise test has.
@@ -60,15 +59,6 @@ type exerciseResult struct {
 	Lines []string
 }
 
-// testEvent is one line of go test -json (cmd/test2json).
-type testEvent struct {
-	Action     string
-	Package    string
-	ImportPath string // of build-output: "PKG [PKG.test]"
-	Test       string
-	Output     string
-}
-
 // judgeExercises reads go test -json output, of one package or many, and
 // judges each package's TestExercise; a package is there once an event
 // named it.
@@ -81,18 +71,12 @@ func judgeExercises(out []byte) map[string]exerciseResult {
 		pkgLines []string // the build's and the package's own output
 	}
 	states := map[string]*pkgState{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev testEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	_ = testevents.Read(bytes.NewReader(out), func(ev testevents.Event) {
 		if f := strings.Fields(ev.ImportPath); ev.Package == "" && len(f) > 0 {
 			ev.Package = f[0] // the build's output, before the package's events
 		}
 		if ev.Package == "" {
-			continue
+			return
 		}
 		s := states[ev.Package]
 		if s == nil {
@@ -112,7 +96,7 @@ func judgeExercises(out []byte) map[string]exerciseResult {
 		if ev.Test == "" && (ev.Action == "output" || ev.Action == "build-output") {
 			s.pkgLines = append(s.pkgLines, ev.Output)
 		}
-	}
+	}, nil)
 
 	results := map[string]exerciseResult{}
 	for pkg, s := range states {

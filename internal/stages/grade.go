@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"kubelet-labs/internal/testevents"
 )
 
 // result is what one run of a stage's grader found.
@@ -27,15 +28,6 @@ type result struct {
 // ok: the grader ran something and all of it passed.
 func (r result) ok() bool {
 	return len(r.BuildErrors) == 0 && len(r.Failed) == 0 && len(r.Passed) > 0
-}
-
-// testEvent is a line of go test -json (cmd/test2json).
-type testEvent struct {
-	Action     string
-	Package    string
-	ImportPath string
-	Test       string
-	Output     string
 }
 
 // runGrader runs the stage's tests in root, with the file at yours in
@@ -95,26 +87,19 @@ func parseEvents(out []byte) result {
 	r := result{Messages: map[string][]string{}}
 	outputs := map[string][]string{}
 	status := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev testEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	_ = testevents.Read(bytes.NewReader(out), func(ev testevents.Event) {
 		switch {
 		case ev.Action == "build-output":
 			if l := strings.TrimRight(ev.Output, "\n"); l != "" && !strings.HasPrefix(l, "# ") {
 				r.BuildErrors = append(r.BuildErrors, l)
 			}
 		case ev.Test == "":
-			continue
 		case ev.Action == "output":
 			outputs[ev.Test] = append(outputs[ev.Test], strings.TrimRight(ev.Output, "\n"))
 		case ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip":
 			status[ev.Test] = ev.Action
 		}
-	}
+	}, nil)
 	var tests []string
 	for t := range status {
 		tests = append(tests, t)

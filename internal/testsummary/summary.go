@@ -1,25 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"kubelet-labs/internal/testevents"
 )
 
-// event is one line of `go test -json` (cmd/test2json's TestEvent).
-type event struct {
-	Action     string
-	Package    string
-	Test       string
-	Output     string
-	ImportPath string  // build-output events
-	Elapsed    float64 // pass, fail, skip: seconds
-}
+type event = testevents.Event
 
 type key struct{ pkg, test string }
 
@@ -44,17 +36,8 @@ func newSummary(w io.Writer) *summary {
 
 // read consumes one go test -json stream.
 func (s *summary) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var ev event
-		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
-			fmt.Fprintln(s.w, string(line)) // not an event: pass it through
-			continue
-		}
-		s.handle(ev)
-	}
+	// a line that is not an event is passed through
+	_ = testevents.Read(r, s.handle, func(line []byte) { fmt.Fprintln(s.w, string(line)) })
 }
 
 func (s *summary) handle(ev event) {
