@@ -303,7 +303,7 @@ if [ -n "${kind_labs}" ]; then
 	in_vm bash -lc 'set -e; docker load -i /tmp/node-image.tar; rm /tmp/node-image.tar'
 	step "10k. inside: kind create cluster --config yaml/kind-config.yaml (docs/vm.md §3)"
 	# shellcheck disable=SC2016 # for the VM's shell to expand
-	in_vm bash -lc 'set -e; unset KUBECONFIG; kind create cluster --config yaml/kind-config.yaml
+	in_vm bash -lc 'set -e; unset KUBECONFIG; kind create cluster --config yaml/kind-config.yaml --wait 5m
 for ds in kindnet kube-proxy; do kubectl -n kube-system patch daemonset "$ds" --type merge -p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubelet-labs/kind-node\":\"true\"}}}}}"; done
 kubectl get nodes -o wide'
 	step "10k. inside: READMEs of labs ${kind_labs} against kind (internal/readmerun, LABS_README_KUBECONFIG)"

@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -99,12 +102,52 @@ func RESTConfig(ctx context.Context, path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad kubeconfig %s: %w", path, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+	if err := waitReady(ctx, client.Discovery().RESTClient()); err != nil {
 		return nil, fmt.Errorf("the cluster in %s (%s) is not reachable or not ready: %w; is `go run ./labs/00-cluster` running?", path, cfg.Host, err)
 	}
 	return cfg, nil
+}
+
+// readyPatience is how long a lab waits for an apiserver that answers but
+// says it is not ready yet: one still starting, or a slow one whose etcd
+// check fails now and then (kind under QEMU's emulator did, 2026-11-29).
+// One that does not answer at all fails at once: lab 00 is not running.
+var readyPatience = 30 * time.Second
+
+// readyRetry is the pause between two asks.
+var readyRetry = time.Second
+
+// failedCheck picks /readyz's failed checks ("[-]etcd failed: reason
+// withheld") out of the body an error quotes.
+var failedCheck = regexp.MustCompile(`\[-\][^\\"]*`)
+
+// waitReady asks the apiserver's /readyz until it says ok, for at most
+// readyPatience when it answers "not ready".
+func waitReady(ctx context.Context, c rest.Interface) error {
+	deadline := time.Now().Add(readyPatience)
+	for {
+		askCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c.Get().AbsPath("/readyz").DoRaw(askCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var answered apierrors.APIStatus
+		if !errors.As(err, &answered) || ctx.Err() != nil {
+			return err // no answer: nothing to wait for
+		}
+		if !time.Now().Before(deadline) {
+			if checks := failedCheck.FindAllString(err.Error(), -1); len(checks) > 0 {
+				return fmt.Errorf("/readyz says %s (for %s)", strings.Join(checks, ", "), readyPatience)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(readyRetry):
+		}
+	}
 }
 
 // WriteFlat writes the kubeconfig that path ("" = Kubeconfig(); a list is
