@@ -189,6 +189,13 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 		return nil, err
 	}
 	n.closers = append(n.closers, n.Runtime.Close)
+	// What the Node will say its runtime is (containerRuntimeVersion): the
+	// answer to the CRI Version call, which the kubelet gets before it
+	// registers (kuberuntime_manager.go:292-307, v1.36.3).
+	runtimeVersion, err := node.ContainerRuntimeVersion(n.Runtime.CRI.Context(ctx), n.Runtime.CRI.Runtime)
+	if err != nil {
+		return nil, err
+	}
 	if n.Runtime.Mock != nil {
 		out.Printf("runtime   %s; its streaming server on %s", n.Runtime.Describe, streamingAddr(n.Runtime.Mock))
 	} else {
@@ -229,7 +236,7 @@ func Start(ctx context.Context, o Options, out *labenv.Printer) (_ *Node, err er
 	// Node's status: the apiserver will dial InternalIP:port. From here on
 	// every call is the node's, checked by the Node authorizer.
 	jo := node.JoinOptions{Admin: cfg, Dir: dir, Token: o.Token, Name: o.Name, Lab: o.Lab, Timeout: o.Timeout,
-		InternalIP: n.IP.String(), Log: out.Indented(), NoTaint: o.Schedulable}
+		InternalIP: n.IP.String(), Log: out.Indented(), NoTaint: o.Schedulable, ContainerRuntimeVersion: runtimeVersion}
 	if o.Server != nil {
 		jo.DaemonPort, jo.DeclaredFeatures = int32(ln.Addr().(*net.TCPAddr).Port), o.Server.features()
 		out.Printf("joining   %s as node %s (InternalIP %s, kubelet port %d, declared features: %s)", cfg.Host, o.Name, n.IP, jo.DaemonPort, orNone(jo.DeclaredFeatures))

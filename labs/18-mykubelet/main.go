@@ -17,7 +17,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	netutils "k8s.io/utils/net"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/labnode"
@@ -51,6 +56,8 @@ type options struct {
 	logMaxSize    string // "" (tests) is the default
 	logMaxFiles   int    // 0 (tests) is the default
 	view          string // "" (tests) is none
+	clusterDNS    string // comma-separated IPs; "" is none, the kubelet's default
+	clusterDomain string
 	fleet         fleetmode.Options
 }
 
@@ -70,6 +77,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join and the serving certificate may take")
 	fs.StringVar(&o.logMaxSize, "container-log-max-size", "10Mi", "a running container's log is rotated once it reaches this size, e.g. 64Ki (the kubelet's containerLogMaxSize: 10Mi); -1: never")
 	fs.IntVar(&o.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files of one container's log kept, the live one included (the kubelet's containerLogMaxFiles: 5)")
+	fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster's DNS servers, e.g. 10.0.0.10: the only nameservers of pods with dnsPolicy ClusterFirst (the kubelet's clusterDNS; default none, as the kubelet's: those pods then get this machine's /etc/resolv.conf and a Warning event MissingClusterDNS)")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local: ClusterFirst pods search NS.svc.DOMAIN svc.DOMAIN DOMAIN before this machine's search domains, and a pod with spec.subdomain is named in it in /etc/hosts (the kubelet's clusterDomain; default \"\", as the kubelet's; kubeadm and kind set cluster.local)")
 	o.view = DefaultView
 	labnode.RegisterView(fs, &o.view)
 	o.fleet.Register(fs)
@@ -95,7 +104,32 @@ func (o *options) check() error {
 	if err := labnode.CheckView(o.view); err != nil {
 		return err
 	}
+	if _, err := o.clusterDNSIPs(); err != nil {
+		return err
+	}
+	if d := o.clusterDomain; d != "" && len(validation.IsDNS1123Subdomain(d)) > 0 {
+		return fmt.Errorf("--cluster-domain %q is not a DNS domain: lowercase letters, digits, '-' and '.', e.g. cluster.local", d)
+	}
 	return labenv.CheckNodeName(o.nodeName)
+}
+
+// clusterDNSIPs is --cluster-dns as IPs, parsed as the kubelet parses its
+// clusterDNS (netutils.ParseIPSloppy, pkg/kubelet/kubelet.go:579-587) —
+// but a bad one is an error here, where the kubelet logs it and goes on
+// without it.
+func (o *options) clusterDNSIPs() ([]net.IP, error) {
+	if o.clusterDNS == "" {
+		return nil, nil
+	}
+	var ips []net.IP
+	for _, s := range strings.Split(o.clusterDNS, ",") {
+		ip := netutils.ParseIPSloppy(strings.TrimSpace(s))
+		if ip == nil {
+			return nil, fmt.Errorf("--cluster-dns %q is not an IP address: want comma-separated IPs, e.g. 10.0.0.10", s)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
 }
 
 // containerLogMaxSize is --container-log-max-size in bytes (0: the default).
@@ -115,6 +149,8 @@ func main() {
 		Run: func(ctx context.Context, out *labenv.Printer) error {
 			if o.fleet.Nodes > 0 {
 				o.fleet.Kubeconfig, o.fleet.RelistPeriod, o.fleet.View = o.kubeconfig, o.relist, o.view
+				o.fleet.ClusterDNS, _ = o.clusterDNSIPs() // Check read it
+				o.fleet.ClusterDomain = o.clusterDomain
 				return fleetmode.Run(ctx, o.fleet, out, nil)
 			}
 			return run(ctx, o, out, nil)
@@ -159,6 +195,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 		grace = 0
 	}
 	logMaxSize, _ := o.containerLogMaxSize() // check() read it
+	clusterDNS, _ := o.clusterDNSIPs()
 	n, err := labnode.Start(ctx, labnode.Options{
 		Lab: "18-mykubelet", Name: o.nodeName, Kubeconfig: o.kubeconfig, Token: token, Runtime: o.runtime, Timeout: o.timeout,
 		// our whole kubelet: a scheduler may place pods here (no NoSchedule taint)
@@ -169,6 +206,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 			RelistPeriod: o.relist, BackOffInitial: o.backOffInit, BackOffMax: o.backOffMax,
 			StaticPodPath: static, ShutdownGracePeriod: grace,
 			ContainerLogMaxSize: logMaxSize, ContainerLogMaxFiles: o.logMaxFiles,
+			ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain,
 		},
 		Server: &labnode.ServerOptions{Address: o.address, Port: o.port, WebSockets: true},
 		View:   o.view,

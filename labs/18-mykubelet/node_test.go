@@ -149,7 +149,7 @@ func TestMyKubeletOnContainerd(t *testing.T) {
 	const node = "t18-mykubelet"
 	lab := startNode(t, node, "containerd-2.2", rt.Endpoint)
 	crc := critest.Dial(t, rt)
-	walkThrough(t, lab, node, walk{web: "labs/18-mykubelet/web.yaml", log: "httpd listening on 8080", page: "hello from web"})
+	walkThrough(t, lab, node, walk{web: "labs/18-mykubelet/web.yaml", log: "httpd listening on 8080", page: "hello from web", runtime: `^containerd://2\.2\.\d+$`})
 
 	left, err := crc.Pods(context.Background(), map[string]string{mykubelet.NodeLabel: node})
 	if err != nil {
@@ -169,7 +169,7 @@ func TestMyKubeletOnTheMock(t *testing.T) {
 	testenv.NoLeaks(t)
 	const node = "t18-mock"
 	lab := startNode(t, node, labruntime.Mock, "")
-	walkThrough(t, lab, node, walk{web: "labs/18-mykubelet/web-mock.yaml", log: "web on the mock CRI", page: "hello from the mock CRI: port 8080 of sandbox"})
+	walkThrough(t, lab, node, walk{web: "labs/18-mykubelet/web-mock.yaml", log: "web on the mock CRI", page: "hello from the mock CRI: port 8080 of sandbox", runtime: `^fakecri://0\.1\.0$`})
 	// The mock ends with the lab: what Ctrl-C removed is in its last lines.
 	m := regexp.MustCompile(`stopped   removed \d+ container\(s\), (\d+) sandbox`).FindStringSubmatch(lab.Out.String())
 	if m == nil {
@@ -180,8 +180,9 @@ func TestMyKubeletOnTheMock(t *testing.T) {
 }
 
 // walk is what differs between runtimes: the web pod's file, a line of its
-// log, and what its port 8080 answers.
-type walk struct{ web, log, page string }
+// log, what its port 8080 answers, and what the Node says its runtime is
+// (a regular expression for containerRuntimeVersion).
+type walk struct{ web, log, page, runtime string }
 
 func walkThrough(t *testing.T, lab *testenv.Lab[*nodeLab], node string, w walk) {
 	admin := testenv.AdminClient(t)
@@ -206,6 +207,20 @@ func walkThrough(t *testing.T, lab *testenv.Lab[*nodeLab], node string, w walk) 
 		}
 		return nil
 	})
+	// The node tells the truth about itself, as the kubelet's MachineInfo
+	// and VersionInfo setters do: this machine's OS image, kernel and IDs
+	// (the lab runs in this process, so node.ThisHost is what it read),
+	// and its runtime's name and version from the CRI Version call.
+	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, info := nodepkg.ThisHost(), n.Status.NodeInfo
+	if !regexp.MustCompile(w.runtime).MatchString(info.ContainerRuntimeVersion) || info.OSImage != host.OSImage ||
+		info.KernelVersion != host.KernelVersion || info.MachineID != host.MachineID || info.BootID != host.BootID || info.SystemUUID != host.SystemUUID {
+		t.Errorf("node %s says runtime %q, OS image %q, kernel %q, machine %q, boot %q, system %q; want runtime %s on %+v",
+			node, info.ContainerRuntimeVersion, info.OSImage, info.KernelVersion, info.MachineID, info.BootID, info.SystemUUID, w.runtime, host)
+	}
 	h := hintsOf(t, lab.Out.String())
 	want := []string{w.web, "labs/18-mykubelet/crash.yaml", "labs/18-mykubelet/stubborn.yaml"}
 	if !slices.Equal(h.apply, want) || h.static != "labs/18-mykubelet/static-clock.yaml" {

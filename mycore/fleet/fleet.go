@@ -95,6 +95,11 @@ type Options struct {
 	// RegisterParallelism: Node creates in flight (default 16). A node
 	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
+	// ClusterDNS and ClusterDomain are every node's kubelet clusterDNS
+	// and clusterDomain (mykubelet.Options): the resolv.conf the mock
+	// runtime shows in a ClusterFirst pod. Zero: the kubelet's defaults.
+	ClusterDNS    []net.IP
+	ClusterDomain string
 	// NodesPerConnection: nodes whose requests (pods, registration,
 	// Leases, node status, events) share one HTTP/2 connection, and whose
 	// pod watches share another (default 100: ten of each for 1,000

@@ -42,14 +42,24 @@ func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubet
 	if o.NodeLog != nil {
 		m.log = o.NodeLog(name)
 	}
-	m.cfg = node.Config{
-		Name:     name,
-		Labels:   map[string]string{node.LabLabel: o.Lab},
-		Capacity: o.Capacity,
+	m.mock = fakecri.New(fakecri.WithPodCIDR(podCIDR(i)))
+	runtime := cri.InProcess(name, m.mock, m.mock)
+	// Each node asks its own runtime, as a kubelet does; the mock answers
+	// in this process, at once. The machine's facts (Config.Host nil) are
+	// read once for the whole fleet: node.ThisHost.
+	rv, err := node.ContainerRuntimeVersion(context.Background(), runtime.Runtime)
+	if err != nil {
+		m.mock.Close()
+		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
-	m.mock = fakecri.New(fakecri.WithPodCIDR(podCIDR(i)), fakecri.WithVersion("fakecri", "v0.1.0"))
+	m.cfg = node.Config{
+		Name:                    name,
+		Labels:                  map[string]string{node.LabLabel: o.Lab},
+		Capacity:                o.Capacity,
+		ContainerRuntimeVersion: rv,
+	}
 	k, err := mykubelet.New(mykubelet.Options{
-		NodeName: name, Client: conn.client, CRI: cri.InProcess(name, m.mock, m.mock),
+		NodeName: name, Client: conn.client, CRI: runtime,
 		PodLogsDir: m.logs, HostIPs: []string{"127.0.0.1"},
 		RelistPeriod: o.RelistPeriod, HousekeepingPeriod: o.HousekeepingPeriod,
 		Updates: updates, Log: m.log,
@@ -57,7 +67,8 @@ func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubet
 		// the fleet's requests (issue 23); see status.Options.ReadLastWrite
 		StatusReadLastWrite: true,
 		// one of the fleet's few broadcasters, not one per node (events.go)
-		Events: events,
+		Events:     events,
+		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 	})
 	if err != nil {
 		m.mock.Close()

@@ -15,6 +15,9 @@
 //     runner; events.go: the container and image events.
 //   - hosts.go, termination.go (nodemounts.go): the files the kubelet
 //     mounts in every container, /etc/hosts and the termination log.
+//   - dns.go: the pod's /etc/resolv.conf, which the runtime writes from
+//     the sandbox config — upstream's own DNS configurer
+//     (pkg/kubelet/network/dns), imported.
 //   - kill.go: stopping containers and pods (killContainer, KillPod).
 //   - gc.go: removing what is dead (kuberuntime_gc.go).
 package kuberuntime

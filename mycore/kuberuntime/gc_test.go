@@ -63,7 +63,7 @@ func TestGarbageCollect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, err := e.m.StartContainer(ctx, sandboxID, e.m.SandboxConfig(pod, 0), pod, &pod.Spec.Containers[0], st, kuberuntime.PodIPs{})
+			id, err := e.m.StartContainer(ctx, sandboxID, sandboxConfig(t, e.m, pod), pod, &pod.Spec.Containers[0], st, kuberuntime.PodIPs{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,7 +37,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	e := &hookEnv{killEnv: &killEnv{rt: rt, logDir: t.TempDir()}, events: record.NewFakeRecorder(100)}
 	podsDir := t.TempDir()
 	e.cri = critest.Dial(t, rt)
-	e.m = kuberuntime.New(e.cri, kuberuntime.Options{PodLogsDir: e.logDir, PodsDir: podsDir, Recorder: e.events, Log: func(f string, a ...any) {
+	e.m = kuberuntime.New(e.cri, kuberuntime.Options{PodLogsDir: e.logDir, PodsDir: podsDir, Recorder: e.events, ClusterDomain: "cluster.local", Log: func(f string, a ...any) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.lines = append(e.lines, strings.TrimSpace(fmt.Sprintf(f, a...)))
@@ -72,7 +72,7 @@ func (e *hookEnv) run(t *testing.T, pod *v1.Pod) (ips []string, ids map[string]s
 	if ip := st.GetNetwork().GetIp(); ip != "" {
 		ips = append(ips, ip)
 	}
-	cfg := e.m.SandboxConfig(pod, 0)
+	cfg := sandboxConfig(t, e.m, pod)
 	ids = map[string]string{}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]

@@ -1,6 +1,8 @@
 package kuberuntime
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -13,7 +15,8 @@ import (
 // trailing '-' or '.'; hostnameOverride and spec.hostname win over the
 // name; a host-network pod gets none (it has the node's).
 func TestSandboxHostnameIsWhatTheKernelTakes(t *testing.T) {
-	m := &Manager{}
+	// No host DNS (an empty resolv.conf): only the hostname is read here.
+	m := New(nil, Options{ResolvConf: os.DevNull})
 	long := strings.Repeat("a", 61) + "-b.cd" // 66: cut at 63 ends in "-b", then "…a-b"
 	override := "over.ride"
 	cases := []struct {
@@ -29,7 +32,11 @@ func TestSandboxHostnameIsWhatTheKernelTakes(t *testing.T) {
 		{"host network: none", v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{HostNetwork: true}}, ""},
 	}
 	for _, c := range cases {
-		got := m.SandboxConfig(&c.pod, 0).Hostname
+		cfg, err := m.SandboxConfig(context.Background(), &c.pod, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cfg.Hostname
 		if got != c.want {
 			t.Errorf("%s: hostname %q, want %q", c.name, got, c.want)
 		}

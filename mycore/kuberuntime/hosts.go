@@ -11,12 +11,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ClusterDomain is the DNS domain a pod with spec.subdomain gets its
-// fully qualified name in (the kubelet's --cluster-domain; the value
-// kubeadm and the e2e framework use). Our node serves no DNS: the name is
-// only written into the pod's /etc/hosts.
-const ClusterDomain = "cluster.local"
-
 // The hosts file's first line says who wrote it (kubelet_pods.go:80-81).
 const (
 	hostsHeader            = "# Kubernetes-managed hosts file.\n"
@@ -48,7 +42,7 @@ func (m *Manager) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*ru
 		}
 		content = append(append([]byte(hostsHeaderHostNetwork), node...), hostAliasEntries(pod.Spec.HostAliases)...)
 	} else {
-		hostname, domain := podHostnameAndDomain(pod)
+		hostname, domain := podHostnameAndDomain(pod, m.ClusterDomain())
 		content = managedHosts(podIPs, hostname, domain, pod.Spec.HostAliases)
 	}
 	dir := filepath.Join(m.podsDir, string(pod.UID))
@@ -69,12 +63,15 @@ func (m *Manager) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*ru
 
 // podHostnameAndDomain is GeneratePodHostNameAndDomain (kubelet_pods.go:580-617):
 // the hostname the sandbox gets (hostname.go), and with spec.subdomain the
-// domain SUBDOMAIN.NAMESPACE.svc.CLUSTERDOMAIN — none with
-// hostnameOverride, which names the host whole.
-func podHostnameAndDomain(pod *v1.Pod) (hostname, domain string) {
+// domain SUBDOMAIN.NAMESPACE.svc.CLUSTERDOMAIN, clusterDomain being the
+// kubelet's --cluster-domain (Options.ClusterDomain) — none with
+// hostnameOverride, which names the host whole. Upstream writes the
+// domain even when clusterDomain is "" (its default): then it ends in
+// "svc.", and so does the pod's name in /etc/hosts.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string) {
 	hostname = podHostname(pod)
 	if pod.Spec.HostnameOverride == nil && pod.Spec.Subdomain != "" {
-		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, ClusterDomain)
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain
 }

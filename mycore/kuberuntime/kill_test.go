@@ -100,7 +100,7 @@ func (e *killEnv) start(t testing.TB, pod *v1.Pod) (sandboxID string, ids map[st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.removeAll(t, pod.UID) })
-	cfg := e.m.SandboxConfig(pod, 0)
+	cfg := sandboxConfig(t, e.m, pod)
 	ids = map[string]string{}
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {

@@ -1,8 +1,11 @@
 package kuberuntime
 
 import (
+	"net"
+
 	"k8s.io/client-go/tools/record"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
+	"k8s.io/kubernetes/pkg/kubelet/network/dns"
 
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/journal"
@@ -29,6 +32,9 @@ type Manager struct {
 	// runs lifecycle hooks.
 	recorder record.EventRecorder
 	hooks    kubecontainer.HandlerRunner
+	// dns gives each sandbox its resolv.conf and holds the cluster domain
+	// (dns.go).
+	dns *dns.Configurer
 }
 
 // Options configure a Manager.
@@ -76,12 +82,28 @@ type Options struct {
 	// Created, Started, Killing, FailedPostStartHook, FailedPreStopHook…)
 	// as the node; nil records none.
 	Recorder record.EventRecorder
+	// ClusterDNS and ClusterDomain are the kubelet's clusterDNS and
+	// clusterDomain (--cluster-dns, --cluster-domain): the DNS servers a
+	// dnsPolicy ClusterFirst pod gets, and the domain of its search list
+	// and of its /etc/hosts name with spec.subdomain. The kubelet's
+	// defaults are none and "": ClusterFirst pods then get the host's DNS
+	// (dns.go).
+	ClusterDNS    []net.IP
+	ClusterDomain string
+	// ResolvConf is the kubelet's resolvConf: the host's resolver file,
+	// the base of every pod's (dnsPolicy Default takes it whole).
+	// Empty: /etc/resolv.conf, the kubelet's default.
+	ResolvConf string
+	// NodeName names the node in the DNS configurer's events about it
+	// (MissingClusterDNS).
+	NodeName string
 }
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
 	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, journal: journal.Or(o.Journal, o.Log), liveness: o.Liveness, startup: o.Startup}
 	m.recorder = o.Recorder
+	m.dns = newDNSConfigurer(o)
 	if c != nil { // nil: a Manager that only computes (actions_test.go)
 		m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
 	}

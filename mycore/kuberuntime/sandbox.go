@@ -18,18 +18,23 @@ import (
 
 // SandboxConfig is generatePodSandboxConfig (kuberuntime_sandbox.go:78)
 // for what our node supports: metadata with the attempt number, the
-// kubelet's labels, the pod's annotations, hostname, log folder, host
-// ports, the Linux namespaces, the pod's security context
-// (sandboxSecurity) and its sysctls (sandboxSysctls). Left out: DNS (the
-// runtime then gives the pod no resolv.conf of the cluster), cgroup
-// parent and resources.
-func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// kubelet's labels, the pod's annotations, its DNS (dns.go, :94-98),
+// hostname, log folder, host ports, the Linux namespaces, the pod's
+// security context (sandboxSecurity) and its sysctls (sandboxSysctls).
+// Left out: cgroup parent and resources. The error is the DNS
+// configurer's: the host's resolv.conf could not be read.
+func (m *Manager) SandboxConfig(ctx context.Context, pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	dnsConfig, err := m.PodDNS(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("pod DNS of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
 		Labels:       withLabels(podLabels(pod), m.labels),
 		Annotations:  pod.Annotations,
+		DnsConfig:    dnsConfig,
 		LogDirectory: kubekr.BuildPodLogsDirectory(m.podLogsDir, pod.Namespace, pod.Name, pod.UID),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: sandboxSecurity(pod),
@@ -49,7 +54,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 			})
 		}
 	}
-	return cfg
+	return cfg, nil
 }
 
 // namespaceOptions is namespacesForPod (kuberuntime/util.go): each
@@ -92,7 +97,10 @@ func toProtocol(p v1.Protocol) runtimeapi.Protocol {
 // container and calls CNI, so when it returns the pod has its IP. attempt
 // counts sandboxes of this pod before this one (0 for the first).
 func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, error) {
-	cfg := m.SandboxConfig(pod, attempt)
+	cfg, err := m.SandboxConfig(ctx, pod, attempt)
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("pod log folder: %w", err)
 	}

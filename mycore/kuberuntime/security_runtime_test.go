@@ -94,7 +94,7 @@ func TestRunAsNonRootRootImageOnRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.removeAll(t, pod.UID) })
-		id, err := e.m.StartContainer(ctx, sandboxID, e.m.SandboxConfig(pod, 0), pod, &pod.Spec.Containers[0], &kubecontainer.PodStatus{}, kuberuntime.PodIPs{})
+		id, err := e.m.StartContainer(ctx, sandboxID, sandboxConfig(t, e.m, pod), pod, &pod.Spec.Containers[0], &kubecontainer.PodStatus{}, kuberuntime.PodIPs{})
 		if err == nil || !strings.Contains(err.Error(), "image will run as root") {
 			t.Fatalf("StartContainer: id %q, err %v; want the runAsNonRoot refusal", id, err)
 		}

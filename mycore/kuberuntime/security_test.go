@@ -154,7 +154,7 @@ func TestSandboxSecurityContextMapping(t *testing.T) {
 		RunAsUser: i64(1000), RunAsGroup: i64(2000), FSGroup: i64(3000), SupplementalGroups: []int64{4000},
 		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined},
 	}, &v1.SecurityContext{Privileged: boolp(true)})
-	sc := m.SandboxConfig(pod, 0).GetLinux().GetSecurityContext()
+	sc := sandboxConfig(t, m, pod).GetLinux().GetSecurityContext()
 	if sc.GetRunAsUser().GetValue() != 1000 || sc.GetRunAsGroup().GetValue() != 2000 {
 		t.Errorf("RunAsUser %v RunAsGroup %v", sc.RunAsUser, sc.RunAsGroup)
 	}
@@ -168,7 +168,7 @@ func TestSandboxSecurityContextMapping(t *testing.T) {
 		t.Errorf("sandbox seccomp %v, want RuntimeDefault", sc.Seccomp)
 	}
 	plain, _ := secPod(nil, nil)
-	if sc := m.SandboxConfig(plain, 0).GetLinux().GetSecurityContext(); sc.Privileged || sc.RunAsUser != nil {
+	if sc := sandboxConfig(t, m, plain).GetLinux().GetSecurityContext(); sc.Privileged || sc.RunAsUser != nil {
 		t.Errorf("plain pod's sandbox: %v", sc)
 	}
 }
@@ -253,7 +253,7 @@ func TestSandboxSysctls(t *testing.T) {
 		{Name: "kernel/shm_rmid_forced", Value: "1"},
 		{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"},
 	}}, nil)
-	got := m.SandboxConfig(pod, 0).GetLinux().GetSysctls()
+	got := sandboxConfig(t, m, pod).GetLinux().GetSysctls()
 	want := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_unprivileged_port_start": "0"}
 	if !maps.Equal(got, want) {
 		t.Errorf("sandbox sysctls %v, want %v", got, want)
@@ -262,7 +262,7 @@ func TestSandboxSysctls(t *testing.T) {
 		t.Errorf("a pod with sysctls is refused: %v", err)
 	}
 	plain, _ := secPod(nil, nil)
-	if got := m.SandboxConfig(plain, 0).GetLinux().GetSysctls(); len(got) != 0 {
+	if got := sandboxConfig(t, m, plain).GetLinux().GetSysctls(); len(got) != 0 {
 		t.Errorf("a pod without sysctls: sandbox sysctls %v", got)
 	}
 }

@@ -95,7 +95,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			node.PodIPs = sandboxIPs(st)
 		}
 	}
-	sandboxCfg := m.SandboxConfig(pod, actions.Attempt)
+	// :1668-1673: the containers' sandbox config, DNS included.
+	sandboxCfg, err := m.SandboxConfig(ctx, pod, actions.Attempt)
+	if err != nil {
+		result.Fail(fmt.Errorf("GeneratePodSandboxConfig for pod %q failed: %w", format.Pod(pod), err))
+		return result
+	}
 
 	// start is the helper of :1687-1741: back-off first, then start.
 	start := func(c *v1.Container) error {

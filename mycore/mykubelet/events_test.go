@@ -3,6 +3,7 @@ package mykubelet
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,7 +18,9 @@ import (
 // container (fieldPath spec.containers{main}) and from the kubelet on
 // this node, as kubectl describe pod shows them.
 func TestEventsOfAFailedPostStartHook(t *testing.T) {
-	n := startNode(t, "events-node", Options{})
+	// A node with cluster DNS, as in a cluster: without it each pod also
+	// gets a Warning MissingClusterDNS about the pod itself (dns_test.go).
+	n := startNode(t, "events-node", Options{ClusterDNS: []net.IP{net.ParseIP("10.0.0.10")}})
 	ns := n.namespace(t)
 	grace := int64(1)
 	pod := &v1.Pod{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -123,6 +124,13 @@ type Options struct {
 	// nil: the node's own broadcaster while Run runs (events.go), as
 	// the kubelet makes one for its process.
 	Events record.EventRecorder
+	// ClusterDNS and ClusterDomain are the kubelet's clusterDNS and
+	// clusterDomain: the DNS servers and search domain of pods with
+	// dnsPolicy ClusterFirst (mycore/kuberuntime dns.go). Zero values are
+	// the kubelet's defaults: none, so those pods get this machine's
+	// /etc/resolv.conf.
+	ClusterDNS    []net.IP
+	ClusterDomain string
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -237,7 +245,8 @@ func New(o Options) (*Kubelet, error) {
 		return nil, err
 	}
 	ro := kuberuntime.Options{PodLogsDir: o.PodLogsDir, PodsDir: o.PodsDir, Labels: map[string]string{NodeLabel: o.NodeName}, Journal: k.journal,
-		Liveness: k.liveness, Startup: k.startup, Env: k.envSources(), Recorder: k.recorder}
+		Liveness: k.liveness, Startup: k.startup, Env: k.envSources(), Recorder: k.recorder,
+		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain, NodeName: o.NodeName}
 	if k.volumes != nil {
 		ro.Volumes = k.volumes
 	}

@@ -51,6 +51,9 @@ type JoinOptions struct {
 	InternalIP       string
 	DaemonPort       int32
 	DeclaredFeatures []string
+	// ContainerRuntimeVersion is the node's runtime, "NAME://VERSION" (see
+	// Config and ContainerRuntimeVersion); "" for a node without one.
+	ContainerRuntimeVersion string
 	// Timeout bounds the join (certificate issued, node Ready); 0 = 2m.
 	Timeout time.Duration
 	// Log receives one human line per step (nil: silent).
@@ -121,7 +124,8 @@ func Join(ctx context.Context, o JoinOptions) (*Joined, error) {
 
 	// From here on, everything is done as system:node:NAME.
 	cfg := Config{Name: o.Name, Labels: map[string]string{LabLabel: o.Lab},
-		InternalIP: o.InternalIP, DaemonPort: o.DaemonPort, DeclaredFeatures: o.DeclaredFeatures}
+		InternalIP: o.InternalIP, DaemonPort: o.DaemonPort, DeclaredFeatures: o.DeclaredFeatures,
+		ContainerRuntimeVersion: o.ContainerRuntimeVersion}
 	if !o.NoTaint {
 		cfg.Taints = []v1.Taint{NoRuntimeTaint}
 	}

@@ -1,8 +1,10 @@
 // Package node is our kubelet's Node object: registering it, and keeping its
 // status — conditions, capacity, addresses — up to date, the way the kubelet
 // does in pkg/kubelet/kubelet_node_status.go and pkg/kubelet/nodestatus/
-// setters.go (Kubernetes v1.36.3), cut down to what a node without a
-// container runtime can honestly report.
+// setters.go (Kubernetes v1.36.3), cut down to what our nodes can honestly
+// report: this machine's OS, kernel and IDs as cAdvisor reads them (host.go),
+// and the runtime's name and version from its CRI Version call — or none,
+// for the nodes of the labs that run no runtime.
 //
 // Two rules that are easy to get wrong:
 //   - registering never confuses "cannot tell" with "does not exist": the
@@ -64,6 +66,15 @@ type Config struct {
 	// ExtendWebSocketsToKubelet (the kubelet's nodeDeclaredFeatures,
 	// kubelet_node_status.go:676-678).
 	DeclaredFeatures []string
+	// Host is the machine the node reports in status.nodeInfo (OS image,
+	// kernel, machine ID, system UUID, boot ID); nil: this machine's,
+	// ThisHost, read once per process.
+	Host *Host
+	// ContainerRuntimeVersion is status.nodeInfo.containerRuntimeVersion,
+	// "NAME://VERSION" as ContainerRuntimeVersion makes it from the
+	// runtime's CRI Version answer. "" for a node with no container
+	// runtime (labs 02-05): kubectl shows <unknown>, which is the truth.
+	ContainerRuntimeVersion string
 }
 
 // InitialNode is the Node we create: the kubelet's initialNode
@@ -140,15 +151,20 @@ func (c Config) SetStatus(n *v1.Node, now time.Time) {
 	n.Status.Capacity = capacity.DeepCopy()
 	n.Status.Allocatable = capacity.DeepCopy() // no system/kube reservations
 
-	var uts syscall.Utsname
-	kernel := ""
-	if syscall.Uname(&uts) == nil {
-		kernel = utsString(uts.Release[:])
+	// The kubelet's MachineInfo and VersionInfo setters (setters.go:228-229,
+	// :254, :352-359; see Host and ContainerRuntimeVersion).
+	host := c.Host
+	if host == nil {
+		h := ThisHost()
+		host = &h
 	}
 	n.Status.NodeInfo = v1.NodeSystemInfo{
-		KernelVersion:           kernel,
-		OSImage:                 "kubelet-labs lab node (no container runtime)",
-		ContainerRuntimeVersion: "",
+		MachineID:               host.MachineID,
+		SystemUUID:              host.SystemUUID,
+		BootID:                  host.BootID,
+		KernelVersion:           host.KernelVersion,
+		OSImage:                 host.OSImage,
+		ContainerRuntimeVersion: c.ContainerRuntimeVersion,
 		KubeletVersion:          KubeletVersion,
 		OperatingSystem:         runtime.GOOS,
 		Architecture:            runtime.GOARCH,

@@ -49,6 +49,10 @@ type Options struct {
 	// View is the live view's address (the lab's --view); "" or "off":
 	// none.
 	View string
+	// ClusterDNS and ClusterDomain are the lab's --cluster-dns and
+	// --cluster-domain, every node's (mycore/fleet Options).
+	ClusterDNS    []net.IP
+	ClusterDomain string
 
 	Nodes        int
 	shard        string
@@ -160,6 +164,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 		Config: cfg, Nodes: o.Nodes, Shard: shard, Shards: shards, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
 		SharedIdentity: o.sharedID, NoEvents: !o.events, NodesPerConnection: o.perConn, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
+		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 	}
 	if o.logNode != "" {
 		fo.NodeLog = func(name string) func(string, ...any) {
