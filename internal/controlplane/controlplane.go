@@ -135,9 +135,7 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		// every interface; we bind only the one named.
 		"--bind-address=" + c.APIServerAddress, "--advertise-address=" + c.APIServerAddress,
 		"--secure-port=" + strconv.Itoa(c.APIServerPort),
-		// A 127.0.0.1 advertise address is refused by the default lease
-		// endpoint reconciler; one apiserver needs no reconciling.
-		"--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=" + endpointReconciler(c.APIServerAddress),
 		"--etcd-servers=https://127.0.0.1:" + strconv.Itoa(c.EtcdPort),
 		"--etcd-cafile=" + p.CertFile(EtcdCAName),
 		"--etcd-certfile=" + p.CertFile(apiserverEtcdClientName), "--etcd-keyfile=" + p.KeyFile(apiserverEtcdClientName),
@@ -157,6 +155,19 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--kubelet-client-key=" + p.KeyFile(apiserverKubeletClientName),
 		"--kubelet-certificate-authority=" + p.CAFile(),
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// The aggregation layer, as kubeadm configures it
+		// (cmd/kubeadm/app/phases/controlplane/manifests.go:204-210): the
+		// apiserver proxies /apis/<group> of an APIService to its extension
+		// apiserver with the front-proxy client certificate and the user
+		// in X-Remote-* headers, which extension apiservers trust only
+		// from a certificate of this CA with this name.
+		"--requestheader-client-ca-file=" + p.CertFile(FrontProxyCAName),
+		"--requestheader-allowed-names=" + frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.CertFile(frontProxyClientName),
+		"--proxy-client-key-file=" + p.KeyFile(frontProxyClientName),
 		"--allow-privileged=true",
 		"--profiling=false",
 		// On SIGTERM, close open watches after 2 s. Without it the apiserver
@@ -165,6 +176,18 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		// with this flag 2.8 s.
 		"--shutdown-watch-termination-grace-period=2s",
 	}
+}
+
+// endpointReconciler is how the apiserver keeps the "kubernetes" Service's
+// endpoints: "lease" (upstream's default) publishes its advertise address,
+// so pods reach the apiserver at the Service IP through kube-proxy; the
+// lease reconciler refuses a loopback address, which no pod could dial
+// anyway, so on 127.0.0.1 the Service keeps no endpoints ("none").
+func endpointReconciler(address string) string {
+	if ip := net.ParseIP(address); ip != nil && !ip.IsLoopback() {
+		return "lease"
+	}
+	return "none"
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {

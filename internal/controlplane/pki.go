@@ -17,8 +17,13 @@ import (
 
 // Names of the certificate/key pairs under PKI.Dir ("<name>.crt", "<name>.key").
 const (
-	CAName                      = "ca"      // cluster CA: client CA of the apiserver and the kubelets, CSR signer
-	EtcdCAName                  = "etcd-ca" // etcd has its own CA so a node's CSR-issued cert can never reach etcd
+	CAName     = "ca"      // cluster CA: client CA of the apiserver and the kubelets, CSR signer
+	EtcdCAName = "etcd-ca" // etcd has its own CA so a node's CSR-issued cert can never reach etcd
+	// FrontProxyCAName signs only the client certificate the apiserver's
+	// aggregator presents to extension apiservers, which trust it for the
+	// X-Remote-User headers (kubeadm: constants.go:135, 142).
+	FrontProxyCAName            = "front-proxy-ca"
+	frontProxyClientName        = "front-proxy-client"
 	apiserverName               = "apiserver"
 	apiserverKubeletClientName  = "apiserver-kubelet-client"
 	apiserverEtcdClientName     = "apiserver-etcd-client"
@@ -92,6 +97,9 @@ func leafSpecs(apiserverIPs []net.IP) []certSpec {
 		// etcd serves clients and peers with one pair; peers also present it as a client.
 		{name: etcdServerName, ca: EtcdCAName, cn: "etcd", usages: both, dns: []string{"localhost"}, ips: loopbackIPs},
 		{name: apiserverEtcdClientName, ca: EtcdCAName, cn: "kube-apiserver-etcd-client", usages: client},
+		// the aggregator's identity towards extension apiservers (the name
+		// --requestheader-allowed-names admits)
+		{name: frontProxyClientName, ca: FrontProxyCAName, cn: frontProxyClientName, usages: client},
 	}
 }
 
@@ -120,7 +128,7 @@ func EnsurePKI(dir string, apiserverIPs ...net.IP) (*PKI, error) {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	cas := map[string]*PKI{}
-	for _, name := range []string{CAName, EtcdCAName} {
+	for _, name := range []string{CAName, EtcdCAName, FrontProxyCAName} {
 		cert, key, err := loadOrCreateCA(dir, name)
 		if err != nil {
 			return nil, err

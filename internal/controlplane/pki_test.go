@@ -61,3 +61,38 @@ func TestServingCertificateNamesTheAPIServerAddress(t *testing.T) {
 		t.Errorf("back on loopback the certificate still names %v", got)
 	}
 }
+
+// The aggregator's client certificate comes from a CA of its own, as
+// kubeadm's front-proxy-ca: an extension apiserver that trusts it for the
+// X-Remote-User headers trusts no node or admin certificate of the
+// cluster CA for them, and the cluster CA's clients cannot present it.
+func TestFrontProxyClientHasACAOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	cluster, err := controlplane.EnsurePKI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) *x509.Certificate {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	client, ca := read("front-proxy-client"), read(controlplane.FrontProxyCAName)
+	if client.Subject.CommonName != "front-proxy-client" {
+		t.Errorf("front-proxy client CN %q, want front-proxy-client (the name --requestheader-allowed-names admits)", client.Subject.CommonName)
+	}
+	if err := client.CheckSignatureFrom(ca); err != nil {
+		t.Errorf("front-proxy client not signed by the front-proxy CA: %v", err)
+	}
+	if ca.Equal(cluster.CACert) || client.CheckSignatureFrom(cluster.CACert) == nil {
+		t.Error("the front-proxy client is the cluster CA's: want a CA of its own")
+	}
+}

@@ -62,6 +62,8 @@ type Env struct {
 	PodLogDir    string // where pod logs go (the kubelet uses /var/log/pods)
 	Flavour      string // "2.2" or "1.6" ("" for an env file without it)
 	Version      string // containerd's own version, e.g. v2.2.9 or 1.6.20~ds1
+	Bridge       string // the CNI bridge its pods are on, e.g. labs22
+	Subnet       string // their subnet, e.g. 10.231.22.0/24
 }
 
 // EnvFile is the labs' default env file: a copy of the env of the flavour
@@ -160,6 +162,8 @@ func load(flavour, file string) (Env, error) {
 		set(&env.PodLogDir, "POD_LOG_DIR")
 		set(&env.Flavour, "CONTAINERD_FLAVOUR")
 		set(&env.Version, "CONTAINERD_VERSION")
+		set(&env.Bridge, "CNI_BRIDGE")
+		set(&env.Subnet, "CNI_SUBNET")
 	}
 	env.Endpoint = cri.NormalizeEndpoint(env.Endpoint)
 	return env, nil
