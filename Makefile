@@ -42,13 +42,20 @@ test:
 build:
 	go run ./labs/00-cluster --build-only
 
-## conformance: upstream's node conformance e2e tests (Kubernetes
-## v1.36.3, 201 specs) against lab 18 on the course's containerd (sudo
-## scripts/containerd-up.sh first), on a control plane, scheduler and ports
-## of its own; prints passed/failed/skipped and each failure's cause, keeps
-## the report in .labs/conformance/runs/. FOCUS=regexp (instead of the
-## selection), SKIP=regexp (more to skip), NODE=01 (lab 01's real kubelet),
-## PROCS=12 (parallel ginkgo processes). hack/conformance
+## conformance: upstream's conformance e2e tests (Kubernetes v1.36.3)
+## against lab 18 on the course's containerd (sudo scripts/containerd-up.sh
+## first), on a control plane, scheduler and ports of its own; prints
+## passed/failed/skipped and each failure's cause, keeps the report in
+## .labs/conformance/runs/. SUITE=default (the node's 201 specs, one node),
+## SUITE=certified (every [Conformance] spec, 446, as Sonobuoy's
+## certified-conformance runs them) or SUITE=node (every [NodeConformance]
+## spec, 250): these two run as root on a full cluster — two lab 18 nodes
+## (on containerd 2.2 and 1.6 when both are up: containerd-up.sh --version
+## 2.2,1.6), kube-proxy and CoreDNS as their pods — [Serial] specs after
+## the rest, and write summary.md for BASELINE.md. FOCUS=regexp (instead of
+## the selection), SKIP=regexp (more to skip), NODE=01 (lab 01's real
+## kubelet; default suite only), PROCS=12 (parallel ginkgo processes).
+## hack/conformance
 conformance:
 	go run -C hack/conformance ./cmd/conformance
 

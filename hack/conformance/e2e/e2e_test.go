@@ -1,11 +1,14 @@
 //go:build conformance
 
-// Package e2e is a small e2e test binary: upstream's test/e2e suite set-up
+// Package e2e is upstream's e2e test binary: test/e2e's suite set-up
 // (k8s.io/kubernetes/test/e2e: the SynchronizedBeforeSuite that waits for
-// schedulable nodes, the progress reporter) with only the spec packages the
-// node conformance selection lives in, instead of test/e2e's whole tree.
-// Built by hack/conformance (go test -c -tags conformance), never run by
-// `go test ./...` (the build tag keeps it out).
+// schedulable nodes, the progress reporter) with the spec packages of a
+// suite. Built by hack/conformance in two sizes: -tags conformance holds
+// the default suite's packages (the node's; the CI slice builds it in a
+// few minutes), -tags conformance,certified every spec package
+// test/e2e/e2e_test.go loads (suite_test.go), for the certified and node
+// suites (about 20 minutes cold on 2 cores). Never run by `go test ./...`
+// (the build tag keeps it out).
 package e2e
 
 import (
@@ -24,14 +27,20 @@ import (
 	e2etestingmanifests "k8s.io/kubernetes/test/e2e/testing-manifests"
 	testfixtures "k8s.io/kubernetes/test/fixtures"
 
-	// the packages that hold the selected specs (hack/conformance/SPECS.md
-	// says how the list was checked against the full test/e2e binary)
+	// test/e2e/e2e_test.go:44-45 at v1.36.3: define and freeze the
+	// feature constants before any spec package uses them
+	_ "k8s.io/kubernetes/test/e2e/feature"
+
+	// the spec packages of the default suite (sig-node's and the common
+	// node, network and storage specs); suite_test.go adds every other
+	// spec package of test/e2e/e2e_test.go:47-68 under the build tag
+	// "certified"
 	_ "k8s.io/kubernetes/test/e2e/common/network"
 	_ "k8s.io/kubernetes/test/e2e/common/node"
 	_ "k8s.io/kubernetes/test/e2e/common/storage"
 	_ "k8s.io/kubernetes/test/e2e/node"
 
-	// what test/e2e/e2e_test.go also loads: flags and reporters of the framework
+	// test/e2e/e2e_test.go:70-74: flags and reporters of the framework
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/node/init"

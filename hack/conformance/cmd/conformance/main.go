@@ -1,16 +1,24 @@
-// Command conformance runs upstream's node conformance e2e tests (v1.36.3)
+// Command conformance runs upstream's conformance e2e tests (v1.36.3)
 // against lab 18, our kubelet (or lab 01's real kubelet), on the course's
 // containerd: `make conformance`. See hack/conformance/internal/harness.
+// The certified and node suites run as root on a full cluster: two lab 18
+// nodes, kube-proxy and CoreDNS (harness.ClusterSpec).
 //
-//	go run -C hack/conformance ./cmd/conformance                  # the whole selection, lab 18
+//	go run -C hack/conformance ./cmd/conformance                  # the default selection, lab 18
+//	go run -C hack/conformance ./cmd/conformance --suite certified  # every [Conformance] spec
+//	go run -C hack/conformance ./cmd/conformance --suite node       # every [NodeConformance] spec
 //	go run -C hack/conformance ./cmd/conformance --focus 'Pods should get a host IP'
 //	go run -C hack/conformance ./cmd/conformance --node 01 --procs 4
-//	go run -C hack/conformance ./cmd/conformance --dry-run        # list the selected specs
+//	go run -C hack/conformance ./cmd/conformance --suite certified --dry-run  # count and list the specs
 //
-// It prints "N passed, M failed, K skipped" and a line per failure with
-// its cause, and keeps ginkgo's report, its output and the node's log in
-// <state>/conformance/runs/<time>/ (and in $ARTIFACTS when set, as CI
-// systems name their output folder). Exit status 1 when a spec failed.
+// The certified and node suites are two ginkgo runs, the parallel specs
+// then the [Serial] and [Disruptive] ones in one process (harness.Phases),
+// merged into one summary. It prints "N passed, M failed, K skipped", the
+// tallies by SIG and by cause and a line per failure with its cause, and
+// keeps ginkgo's reports, its output, the node's log, summary.txt and
+// summary.md (a fragment for BASELINE.md) in <state>/conformance/runs/<time>/
+// (and in $ARTIFACTS when set, as CI systems name their output folder).
+// Exit status 1 when a spec failed.
 package main
 
 import (
@@ -26,6 +34,7 @@ import (
 	"time"
 
 	"kubelet-labs/hack/conformance/internal/harness"
+	"kubelet-labs/hack/conformance/internal/report"
 )
 
 // multi is a flag that may be given more than once.
@@ -37,11 +46,12 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 func main() {
 	var focus, skip multi
 	o := harness.Options{}
-	flag.Var(&focus, "focus", "a ginkgo regular expression of the specs to run, instead of the default selection (repeatable: any of them; $FOCUS)")
-	flag.Var(&skip, "skip", "a regular expression of specs not to run, besides [Serial], [Disruptive], [Slow] and [Flaky] (repeatable; $SKIP)")
+	flag.StringVar(&o.Suite, "suite", envOr("SUITE", harness.SuiteDefault), "the specs: default (the node's selection, no [Serial]), certified (every [Conformance] spec) or node (every [NodeConformance] spec); certified and node run the [Serial] and [Disruptive] ones after the others, one process ($SUITE)")
+	flag.Var(&focus, "focus", "a ginkgo regular expression of the specs to run, instead of the suite's (repeatable: any of them; $FOCUS)")
+	flag.Var(&skip, "skip", "a regular expression of specs not to run, besides the suite's ([Serial], [Disruptive], [Slow] and [Flaky] for default) (repeatable; $SKIP)")
 	flag.StringVar(&o.Node, "node", envOr("NODE", harness.NodeMyKubelet), "the node to test: 18 (lab 18, our kubelet) or 01 (lab 01, the real kubelet with the course's containerd as its CRI) ($NODE)")
 	flag.IntVar(&o.Procs, "procs", 12, "ginkgo processes running specs in parallel ($PROCS)")
-	flag.DurationVar(&o.Timeout, "timeout", 2*time.Hour, "give up on the specs after this long")
+	flag.DurationVar(&o.Timeout, "timeout", 0, "give up on the specs after this long (default 2h; 6h for certified and node, Sonobuoy's default)")
 	flag.BoolVar(&o.DryRun, "dry-run", false, "only list the selected specs (no cluster, no node)")
 	// `make conformance FOCUS=... SKIP=... NODE=... PROCS=...`: make
 	// exports its command line's variables to the recipe, so they arrive
@@ -61,7 +71,29 @@ func main() {
 		o.Procs = n
 	}
 	flag.Parse()
-	o.Focus, o.Skip = harness.DefaultFocus, harness.DefaultSkip
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "conformance: unexpected argument %q (flags only; see --help)\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	var err error
+	o.Focus, o.Skip, err = harness.Selection(o.Suite)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	o.Skip = append([]string{}, o.Skip...)
+	if o.Timeout < 0 {
+		fmt.Fprintf(os.Stderr, "conformance: --timeout %s: want a duration above 0\n", o.Timeout)
+		os.Exit(2)
+	}
+	if o.Timeout == 0 {
+		// Sonobuoy gives a run 6 hours (sonobuoy pkg/config/config.go:
+		// DefaultAggregationServerTimeoutSeconds = 21600)
+		o.Timeout = 2 * time.Hour
+		if o.Suite == harness.SuiteCertified || o.Suite == harness.SuiteNode {
+			o.Timeout = 6 * time.Hour
+		}
+	}
 	if f := nonEmpty(focus); len(f) > 0 {
 		o.Focus = f
 	}
@@ -109,17 +141,29 @@ func run(o harness.Options) error {
 		return err
 	}
 	if o.DryRun {
-		fmt.Printf("%d specs selected (list: %s)\n", len(s.Specs), filepath.Join(o.RunDir, "e2e.log"))
+		fmt.Printf("suite %s: ", o.Suite)
+		s.PrintSelection(os.Stdout)
+		list := filepath.Join(o.RunDir, "specs.txt")
+		if err := os.WriteFile(list, []byte(specList(s)), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("list: %s\n", list)
 		return nil
 	}
 	var b strings.Builder
 	s.Print(&b)
-	fmt.Fprintf(&b, "node: lab %s; %d ginkgo processes; wall time %s (build, images, cluster and run)\n", o.Node, o.Procs, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "suite %s; node: lab %s; %d ginkgo processes; wall time %s (build, images, cluster and run)\n", o.Suite, o.Node, o.Procs, time.Since(start).Round(time.Second))
 	fmt.Print(b.String())
 	if err := os.WriteFile(filepath.Join(o.RunDir, "summary.txt"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("report, e2e output and the node's log: %s\n", o.RunDir)
+	var md strings.Builder
+	fmt.Fprintf(&md, "## Run %s: `make conformance SUITE=%s`, lab %s, %d processes\n\n", start.UTC().Format("2006-01-02 15:04 UTC"), o.Suite, o.Node, o.Procs)
+	s.Markdown(&md)
+	if err := os.WriteFile(filepath.Join(o.RunDir, "summary.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("report, e2e output, the node's log and summary.md (for BASELINE.md): %s\n", o.RunDir)
 	if dir := os.Getenv("ARTIFACTS"); dir != "" {
 		if err := copyRun(o.RunDir, filepath.Join(dir, "conformance")); err != nil {
 			return err
@@ -132,7 +176,45 @@ func run(o harness.Options) error {
 	return nil
 }
 
+// specList is a dry run's selection, a name a line, under a line per part.
+func specList(s report.Summary) string {
+	var b strings.Builder
+	parts := s.Parts
+	if len(parts) == 0 {
+		parts = []report.Part{{}}
+	}
+	for _, p := range parts {
+		if p.Name != "" {
+			fmt.Fprintf(&b, "# %s run (%d)\n", p.Name, p.Passed+p.Failed+p.Skipped)
+		}
+		for _, sp := range s.Specs {
+			if sp.Part == p.Name {
+				fmt.Fprintln(&b, sp.Name)
+			}
+		}
+	}
+	return b.String()
+}
+
+// copyRun copies the run's files and its parts' (the parallel/ and
+// serial/ folders), not the cluster's and the node's state folders: they
+// hold the control plane's keys.
 func copyRun(from, to string) error {
+	if err := copyFiles(from, to); err != nil {
+		return err
+	}
+	for _, part := range []string{harness.PhaseParallel, harness.PhaseSerial} {
+		if _, err := os.Stat(filepath.Join(from, part)); err == nil {
+			if err := copyFiles(filepath.Join(from, part), filepath.Join(to, part)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// copyFiles copies the regular files of a folder.
+func copyFiles(from, to string) error {
 	if err := os.MkdirAll(to, 0o755); err != nil {
 		return err
 	}

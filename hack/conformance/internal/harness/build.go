@@ -32,12 +32,18 @@ type program struct {
 	// keyFiles are hashed into the cache key besides go.mod, go.sum and
 	// the Go version.
 	keyFiles []string
+	// ownModule, when set, is built in a module of its own written for it
+	// (a program whose dependencies the nested module does not hold).
+	ownModule *ownModule
 }
 
 func (l *Layout) programs() map[string]program {
 	return map[string]program{
 		"e2e.test": {name: "e2e.test", pkg: "./e2e", test: true, flags: []string{"-tags", "conformance"},
 			keyFiles: []string{filepath.Join(l.Module, "e2e", "e2e_test.go")}},
+		// the whole suite (e2e/suite_test.go): the certified and node suites
+		E2ECertified: {name: E2ECertified, pkg: "./e2e", test: true, flags: []string{"-tags", "conformance,certified"},
+			keyFiles: []string{filepath.Join(l.Module, "e2e", "e2e_test.go"), filepath.Join(l.Module, "e2e", "suite_test.go")}},
 		"ginkgo":         {name: "ginkgo", pkg: "github.com/onsi/ginkgo/v2/ginkgo"},
 		"kube-scheduler": {name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", flags: []string{"-ldflags", "-s -w " + controlplane.VersionLDFlags}},
 		// agnhost is built as the control plane is (cgo on), not static:
@@ -45,10 +51,23 @@ func (l *Layout) programs() map[string]program {
 		// every Kubernetes package it imports (25+ min here on a busy
 		// machine), while this one reuses lab 00's build cache; the image
 		// carries the C library it loads (internal/images).
-		"agnhost":   {name: "agnhost", pkg: "k8s.io/kubernetes/test/images/agnhost", flags: []string{"-ldflags", "-s -w"}},
-		"nnp":       {name: "nnp", pkg: "k8s.io/kubernetes/test/images/nonewprivs", static: true, flags: []string{"-ldflags", "-s -w"}},
-		"mykubelet": {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
-		"fakenode":  {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
+		"agnhost": {name: "agnhost", pkg: "k8s.io/kubernetes/test/images/agnhost", flags: []string{"-ldflags", "-s -w"}},
+		"nnp":     {name: "nnp", pkg: "k8s.io/kubernetes/test/images/nonewprivs", static: true, flags: []string{"-ldflags", "-s -w"}},
+		// the cluster add-ons of a full cluster (cluster.go): kube-proxy
+		// as the control plane is built (cgo on, lab 00's build cache; its
+		// image carries the C library, as agnhost's), CoreDNS as kind's
+		// node image has it (scripts/kind/coredns/main.go, the plugins of
+		// kubeadm's Corefile) at the version kubeadm v1.36 pins
+		"kube-proxy": {name: "kube-proxy", pkg: "k8s.io/kubernetes/cmd/kube-proxy", flags: []string{"-ldflags", "-s -w " + controlplane.VersionLDFlags}},
+		"coredns": {name: "coredns", pkg: "./main.go", static: true,
+			flags:     []string{"-trimpath", "-ldflags", "-s -w -X github.com/coredns/coredns/coremain.GitCommit=kubelet-labs-trimmed"},
+			keyFiles:  []string{filepath.Join(l.Repo, "scripts", "kind", "coredns", "main.go")},
+			ownModule: &ownModule{path: "kubelet-labs.local/conformance/coredns", require: "github.com/coredns/coredns " + CoreDNSVersion, main: filepath.Join(l.Repo, "scripts", "kind", "coredns", "main.go")}},
+		// the aggregator spec's image (internal/images/suite.go); cgo on
+		// like agnhost, for the same reason
+		"sample-apiserver": {name: "sample-apiserver", pkg: "k8s.io/sample-apiserver", flags: []string{"-ldflags", "-s -w"}},
+		"mykubelet":        {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
+		"fakenode":         {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
 	}
 }
 
@@ -88,6 +107,14 @@ func (l *Layout) Build(name string, progress io.Writer) (string, error) {
 		cmd.Dir = l.Repo
 	}
 	cmd.Env = os.Environ()
+	if p.ownModule != nil {
+		if cmd.Dir, err = l.writeOwnModule(p.name, *p.ownModule); err != nil {
+			return "", err
+		}
+		// its go.mod names only the one requirement: go resolves the rest
+		// from the module proxy, checked against the checksum database
+		cmd.Env = append(cmd.Env, "GOFLAGS=-mod=mod")
+	}
 	if p.static {
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
 	}
@@ -125,4 +152,66 @@ func (l *Layout) key(p program) (string, error) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// E2ECertified is the e2e binary with every spec package of test/e2e.
+const E2ECertified = "e2e-certified.test"
+
+// E2EBinary is the e2e binary a suite needs: the default suite's specs
+// are all in the smaller one.
+func E2EBinary(suite string) string {
+	if suite == SuiteCertified || suite == SuiteNode {
+		return E2ECertified
+	}
+	return "e2e.test"
+}
+
+// CoreDNSVersion is the CoreDNS kubeadm v1.36 deploys
+// (cmd/kubeadm/app/constants/constants.go:372 at v1.36.3), as
+// scripts/kind/versions.sh pins it for the kind node image.
+const CoreDNSVersion = "v1.14.2"
+
+// ownModule is a one-file program built in a module written for it.
+type ownModule struct {
+	path, require string
+	// main is the program's source, copied in as main.go.
+	main string
+}
+
+// writeOwnModule writes <Dir>/src/NAME: go.mod with the one requirement
+// and the go directive of the nested module, and main.go; it returns the
+// folder.
+func (l *Layout) writeOwnModule(name string, m ownModule) (string, error) {
+	dir := filepath.Join(l.Dir, "src", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	src, err := os.ReadFile(m.main)
+	if err != nil {
+		return "", err
+	}
+	nested, err := os.ReadFile(filepath.Join(l.Module, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	goLine := "go 1.26.0"
+	for _, line := range strings.Split(string(nested), "\n") {
+		if strings.HasPrefix(line, "go ") {
+			goLine = line
+			break
+		}
+	}
+	mod := fmt.Sprintf("// Written by hack/conformance (harness/build.go): %s, built from %s.\nmodule %s\n\n%s\n\nrequire %s\n", name, m.main, m.path, goLine, m.require)
+	// keep the go.mod and go.sum go completed last time when what they
+	// were written from is unchanged (go.mod.written remembers it)
+	if old, _ := os.ReadFile(filepath.Join(dir, "go.mod.written")); string(old) != mod {
+		os.Remove(filepath.Join(dir, "go.sum"))
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.mod.written"), []byte(mod), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
 }

@@ -36,16 +36,39 @@ const (
 // with different names leave each other's containers alone.
 const DefaultNodeName = "conformance"
 
-// Cluster is what a run starts: a control plane, a scheduler and one node.
+// Cluster is what a run starts: a control plane, a scheduler and the
+// nodes, and in a full cluster kube-proxy and CoreDNS on them.
 type Cluster struct {
 	CP     *controlplane.ControlPlane
 	Client kubernetes.Interface
-	// NodeName is the node's name.
-	NodeName string
-	// NodeLog is the node's output.
-	NodeLog string
-	procs   []*child // started in order, stopped in reverse
-	dir     string   // the control plane's folder
+	// NodeName is the first node's name, NodeLog its output.
+	NodeName, NodeLog string
+	// Nodes are every node's name and NodeLogs their outputs.
+	Nodes, NodeLogs []string
+	procs           []*child // started in order, stopped in reverse
+	dir             string   // the control plane's folder
+	host            *hostNetwork
+}
+
+// ClusterSpec says what StartCluster starts.
+type ClusterSpec struct {
+	// Node is the kind of node: NodeMyKubelet or NodeRealKubelet.
+	Node string
+	// Nodes are the nodes' names and runtimes, at least one.
+	Nodes []NodeSpec
+	// Full makes the cluster the certified suite expects: the apiserver on
+	// this host's address (pods reach it through the "kubernetes"
+	// Service), kube-proxy and CoreDNS running on the nodes, the nodes
+	// told the cluster's DNS. Root only (harness/hostnet.go says why).
+	Full bool
+	// RunDir receives the logs; the control plane's folder is in it.
+	RunDir string
+}
+
+// NodeSpec is one node: its name and the containerd it runs pods on.
+type NodeSpec struct {
+	Name    string
+	Runtime Runtime
 }
 
 // child is a process the run started, in its own process group, killed by
@@ -101,14 +124,22 @@ func (c *child) stop() {
 	}
 }
 
-// StartCluster starts a fresh control plane in runDir/cluster on free
-// ports, kube-scheduler, and the node of kind node named nodeName (its
-// state in runDir/node-state), and waits until the node is Ready with no
-// taint. runDir receives the scheduler's and the node's logs, the control
-// plane's are in runDir/cluster/logs. On error nothing is left running.
-func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, runDir string, progress io.Writer) (_ *Cluster, err error) {
+// StartCluster starts a fresh control plane in RunDir/cluster on free
+// ports, kube-scheduler, and the nodes (each its state in
+// RunDir/node-state-NAME), waits until every node is Ready with no taint,
+// and in a full cluster starts the add-ons and waits for them. RunDir
+// receives the scheduler's and the nodes' logs, the control plane's are
+// in RunDir/cluster/logs. On error nothing is left running.
+func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io.Writer) (_ *Cluster, err error) {
+	node, runDir := spec.Node, spec.RunDir
 	if node != NodeMyKubelet && node != NodeRealKubelet {
 		return nil, fmt.Errorf("NODE=%s: choose %s (lab 18, our kubelet) or %s (lab 01, the real kubelet)", node, NodeMyKubelet, NodeRealKubelet)
+	}
+	if len(spec.Nodes) == 0 {
+		return nil, errors.New("a cluster needs at least one node")
+	}
+	if spec.Full && node != NodeMyKubelet {
+		return nil, fmt.Errorf("NODE=%s: a full cluster runs lab 18's nodes only (lab 01 takes no cluster DNS yet)", node)
 	}
 	scheduler, err := l.Build("kube-scheduler", progress)
 	if err != nil {
@@ -118,18 +149,40 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, r
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{NodeName: nodeName, dir: filepath.Join(runDir, "cluster")}
+	c := &Cluster{dir: filepath.Join(runDir, "cluster")}
 	defer func() {
 		if err != nil {
 			c.Stop()
 		}
 	}()
-	c.CP, err = controlplane.Start(ctx, controlplane.Config{
+	cpConfig := controlplane.Config{
 		Dir: c.dir, BinDir: l.ControlPlaneBinDir, ModuleRoot: l.Repo,
 		Fresh: true, UnsafeNoFsync: true, Progress: progress,
 		// upstream's default: a node is NotReady after 50 s without a lease
 		NodeMonitorGracePeriod: 50 * time.Second,
-	})
+	}
+	var add addons
+	if spec.Full {
+		kubeProxy, err := l.Build("kube-proxy", progress)
+		if err != nil {
+			return nil, err
+		}
+		if add.clusterCIDR, err = podCIDR(spec.Nodes); err != nil {
+			return nil, err
+		}
+		c.host = &hostNetwork{kubeProxy: kubeProxy, podCIDR: add.clusterCIDR}
+		if err := c.host.prepare(); err != nil {
+			c.host.undo()
+			c.host = nil
+			return nil, err
+		}
+		ip, err := hostAddress()
+		if err != nil {
+			return nil, err
+		}
+		cpConfig.APIServerAddress = ip.String()
+	}
+	c.CP, err = controlplane.Start(ctx, cpConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -152,40 +205,112 @@ func (l *Layout) StartCluster(ctx context.Context, rt Runtime, node, nodeName, r
 	}
 	c.procs = append(c.procs, s)
 
-	c.NodeLog = filepath.Join(runDir, "node.log")
-	var args, env []string
-	switch node {
-	case NodeMyKubelet:
+	var started []*child
+	usedAddr := map[string]bool{}
+	for i, ns := range spec.Nodes {
+		log := filepath.Join(runDir, "node.log")
+		if len(spec.Nodes) > 1 {
+			log = filepath.Join(runDir, "node-"+ns.Name+".log")
+		}
+		var args []string
+		switch node {
+		case NodeMyKubelet:
+			// a short shutdown grace: the e2e namespaces are gone by then;
+			// one node on loopback takes a free port (a lab 18 the learner
+			// runs keeps 10250)
+			args = []string{"--kubeconfig=" + admin, "--node-name=" + ns.Name, "--runtime=containerd",
+				"--cri-endpoint=" + ns.Runtime.Env.Endpoint, "--shutdown-grace-period=5s"}
+			if !spec.Full {
+				args = append(args, "--port=0")
+			}
+			if ns.Runtime.Env.PodLogDir != "" {
+				args = append(args, "--pod-logs-dir="+ns.Runtime.Env.PodLogDir)
+			}
+			if spec.Full {
+				addr, err := nodeAddress(ns.Runtime)
+				if err != nil {
+					return nil, err
+				}
+				// each node on an address of its own, so each on the
+				// kubelet's port: specs name 10250 ("[sig-network] Proxy
+				// ... with explicit kubelet port"); two nodes on one
+				// containerd share its bridge's address, and the second
+				// takes a free port
+				port := "10250"
+				if usedAddr[addr] {
+					port = "0"
+				}
+				usedAddr[addr] = true
+				args = append(args, "--address="+addr, "--port="+port, "--cluster-dns="+ClusterDNS, "--cluster-domain="+ClusterDomain)
+			}
+		case NodeRealKubelet:
+			args = []string{"--kubeconfig=" + admin, "--node-name=" + ns.Name, "--cri-endpoint=" + ns.Runtime.Env.Endpoint}
+		}
 		// its own state folder: its certificates and pod folders are not
-		// those of a lab 18 the learner runs
-		// a short shutdown grace: the e2e namespaces are gone by then
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--port=0", "--runtime=containerd", "--shutdown-grace-period=5s"}
-	case NodeRealKubelet:
-		args = []string{"--kubeconfig=" + admin, "--node-name=" + nodeName, "--cri-endpoint=" + rt.Env.Endpoint}
+		// those of a lab the learner runs, nor another node's
+		stateDir := filepath.Join(runDir, "node-state")
+		if i > 0 {
+			stateDir += "-" + ns.Name
+		}
+		n, err := startChild("node "+ns.Name, nodeBin, args, []string{"LABS_STATE_DIR=" + stateDir}, log, 2*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		c.procs = append(c.procs, n)
+		started = append(started, n)
+		c.Nodes, c.NodeLogs = append(c.Nodes, ns.Name), append(c.NodeLogs, log)
+		fmt.Fprintf(progress, "node %s (lab %s, %s) starting, log %s\n", ns.Name, node, ns.Runtime.Env.Endpoint, log)
 	}
-	env = []string{"LABS_STATE_DIR=" + filepath.Join(runDir, "node-state")}
-	n, err := startChild("node", nodeBin, args, env, c.NodeLog, 2*time.Minute)
-	if err != nil {
-		return nil, err
+	c.NodeName, c.NodeLog = c.Nodes[0], c.NodeLogs[0]
+	for i, n := range started {
+		if err := c.waitNodeReady(ctx, n, c.Nodes[i], c.NodeLogs[i], 3*time.Minute); err != nil {
+			return nil, err
+		}
 	}
-	c.procs = append(c.procs, n)
-	fmt.Fprintf(progress, "node %s (lab %s) starting, log %s\n", nodeName, node, c.NodeLog)
-	if err := c.waitNodeReady(ctx, n, 3*time.Minute); err != nil {
-		return nil, err
+	if spec.Full {
+		add.apiserver, add.proxyNode = c.CP.URL(), c.Nodes[0]
+		if err := add.create(ctx, c.Client); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "kube-proxy (on %s) and CoreDNS starting\n", add.proxyNode)
+		if err := add.waitReady(ctx, c.Client, 3*time.Minute); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "kube-proxy and CoreDNS ready\n")
 	}
 	return c, nil
 }
 
+// podCIDR is the one IPv4 range kube-proxy is told the pods are in (its
+// clusterCIDR: traffic to a Service from outside it is masqueraded): the
+// /16 of the first node's subnet, which must hold every node's.
+func podCIDR(nodes []NodeSpec) (string, error) {
+	var cidr *net.IPNet
+	for _, n := range nodes {
+		_, sub, err := net.ParseCIDR(n.Runtime.Env.Subnet)
+		if err != nil {
+			return "", fmt.Errorf("node %s: its containerd names no pod subnet (CNI_SUBNET %q in %s)", n.Name, n.Runtime.Env.Subnet, n.Runtime.Env.File)
+		}
+		if cidr == nil {
+			cidr = &net.IPNet{IP: sub.IP.Mask(net.CIDRMask(16, 32)), Mask: net.CIDRMask(16, 32)}
+		}
+		if !cidr.Contains(sub.IP) {
+			return "", fmt.Errorf("node %s: pod subnet %s is outside %s, the first node's /16", n.Name, sub, cidr)
+		}
+	}
+	return cidr.String(), nil
+}
+
 // waitNodeReady waits for the node to be Ready without taints (the node
 // lifecycle controller's not-ready taint goes a moment after Ready).
-func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Duration) error {
+func (c *Cluster) waitNodeReady(ctx context.Context, n *child, name, log string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last := "not registered"
 	for {
 		if n.exited() {
-			return fmt.Errorf("the node exited while starting: see %s", c.NodeLog)
+			return fmt.Errorf("the node exited while starting: see %s", log)
 		}
-		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			last = "not Ready"
 			for _, cond := range node.Status.Conditions {
@@ -198,7 +323,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Dura
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not usable after %s (%s): see %s", c.NodeName, timeout, last, c.NodeLog)
+			return fmt.Errorf("node %s not usable after %s (%s): see %s", name, timeout, last, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -208,17 +333,25 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, timeout time.Dura
 	}
 }
 
-// Stop stops the node (it removes its pods' containers), the scheduler
-// and the control plane, in that order, and removes etcd's data (the logs
-// stay).
+// Stop stops the nodes (they remove their pods' containers), the
+// scheduler and the control plane, in that order, puts this host's
+// network back as a full cluster found it, and removes etcd's data (the
+// logs stay).
 func (c *Cluster) Stop() error {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop()
 	}
 	c.procs = nil
 	var err error
+	if c.host != nil {
+		// the nodes stopped their pods, kube-proxy among them: its rules stay
+		err = c.host.undo()
+		c.host = nil
+	}
 	if c.CP != nil {
-		err = c.CP.Stop()
+		if cerr := c.CP.Stop(); err == nil {
+			err = cerr
+		}
 		c.CP = nil
 	}
 	if c.dir != "" {
@@ -234,4 +367,59 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FullClusterNodes is how many nodes a full cluster has: the certified
+// suite wants at least two schedulable ones ("[sig-architecture]
+// Conformance Tests should have at least two untainted nodes").
+const FullClusterNodes = 2
+
+// Full says whether the suite runs on a full cluster (Options.Full, or
+// the certified and node suites).
+func (o Options) full() bool {
+	return o.Full || o.Suite == SuiteCertified || o.Suite == SuiteNode
+}
+
+// StartFor makes the images and starts the cluster o asks for: one node
+// on the course's containerd, or a full cluster whose nodes take turns
+// over the containerd flavours that are up (2.2 and 1.6 side by side:
+// each its own bridge and subnet, pods of the two reach each other
+// through this host).
+func (l *Layout) StartFor(ctx context.Context, o Options) (*Cluster, error) {
+	name := o.NodeName
+	if name == "" {
+		name = DefaultNodeName
+	}
+	spec := ClusterSpec{Node: o.Node, Full: o.full(), RunDir: o.RunDir}
+	if !spec.Full {
+		rt, err := FindRuntime()
+		if err != nil {
+			return nil, err
+		}
+		spec.Nodes = []NodeSpec{{Name: name, Runtime: rt}}
+	} else {
+		rts, err := FindRuntimes()
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < FullClusterNodes; i++ {
+			spec.Nodes = append(spec.Nodes, NodeSpec{Name: fmt.Sprintf("%s-%d", name, i+1), Runtime: rts[i%len(rts)]})
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range spec.Nodes {
+		if seen[n.Runtime.Sock] {
+			continue
+		}
+		seen[n.Runtime.Sock] = true
+		if err := l.Images(n.Runtime, o.Images, o.Progress); err != nil {
+			return nil, err
+		}
+		if spec.Full {
+			if err := l.clusterImages(n.Runtime, o.Progress); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return l.StartCluster(ctx, spec, o.Progress)
 }

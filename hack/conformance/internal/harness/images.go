@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,50 +14,11 @@ import (
 
 	"kubelet-labs/hack/conformance/internal/images"
 	"kubelet-labs/hack/conformance/internal/ociimage"
-	"kubelet-labs/internal/labruntime"
 )
 
 // imageFormat changes when the way the images are made changes: the
 // cached tars of an older format are rebuilt.
 const imageFormat = "1"
-
-// Runtime is the course's containerd, as scripts/containerd-up.sh left it.
-type Runtime struct {
-	Env labruntime.Env
-	// Ctr is containerd's own client, Sock its socket.
-	Ctr, Sock string
-}
-
-// FindRuntime reads the env file of the containerd the labs use and checks
-// that it answers; the error says how to start it.
-func FindRuntime() (Runtime, error) {
-	env, err := labruntime.Load()
-	if err != nil {
-		return Runtime{}, err
-	}
-	start := "start it with: sudo scripts/containerd-up.sh (LABS_ROOT_DIR=" + labruntime.RootDir() + ")"
-	if env.File == "" {
-		return Runtime{}, fmt.Errorf("the course's containerd is not up (no env file in %s): %s", labruntime.RootDir(), start)
-	}
-	r := Runtime{Env: env, Sock: strings.TrimPrefix(env.Endpoint, "unix://")}
-	f, err := os.Open(env.File)
-	if err != nil {
-		return r, err
-	}
-	defer f.Close()
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		if v, ok := strings.CutPrefix(sc.Text(), "CTR="); ok {
-			r.Ctr = v
-		}
-	}
-	if r.Ctr == "" {
-		r.Ctr = "ctr"
-	}
-	if out, err := exec.Command(r.Ctr, "-a", r.Sock, "version").CombinedOutput(); err != nil {
-		return r, fmt.Errorf("the course's containerd does not answer on %s (%v: %s): %s", r.Sock, err, strings.TrimSpace(string(out)), start)
-	}
-	return r, nil
-}
 
 // Images makes (or finds in the cache) the images named, imports them into
 // the runtime's k8s.io namespace, and tags the course's pause image with
@@ -74,7 +34,7 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 	if src.BusyBox, err = l.BusyBox(progress); err != nil {
 		return err
 	}
-	if all || want[images.Agnhost] {
+	if all || want[images.Agnhost] || want[images.Kitten] || want[images.Nautilus] {
 		if src.Agnhost, err = l.Build("agnhost", progress); err != nil {
 			return err
 		}
@@ -91,7 +51,12 @@ func (l *Layout) Images(rt Runtime, names []string, progress io.Writer) error {
 	if err := os.MkdirAll(l.ImageDir, 0o755); err != nil {
 		return err
 	}
-	for _, spec := range images.Specs(src) {
+	// the whole suite's images (suiteimages.go)
+	suite, err := l.suiteSources(want, all, progress)
+	if err != nil {
+		return err
+	}
+	for _, spec := range images.SuiteSpecs(images.Specs(src), src, suite) {
 		if !all && !want[spec.Name] {
 			continue
 		}

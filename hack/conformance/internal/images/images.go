@@ -3,8 +3,8 @@
 // at v1.36.3, lines 211-233), from what this machine has: Go programs of
 // upstream's own test/images, upstream's busybox built from source, and
 // for agnhost the few tools of its Dockerfile that tests exec (bash, curl)
-// with their shared libraries. What no test of the selection uses is not
-// made (nginx, glibc-dns-testing, the node-perf images...).
+// with their shared libraries. suite.go adds what the rest of the
+// [Conformance] suite uses (IMAGES.md lists them, and what is not made).
 package images
 
 import (
