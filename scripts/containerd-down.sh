@@ -2,8 +2,10 @@
 # Stop the containerd(s) started by scripts/containerd-up.sh and remove every
 # trace of them: their containers and shims (re-parented to PID 1, found by
 # their `-address <our socket>`), mounts under our folders, pod network
-# namespaces, the CNI bridges, shim sockets and CNI cache files in fixed host
-# paths, and the host paths/sysctl that up created or changed.
+# namespaces, the CNI bridges, our FORWARD rules and our pods' host port
+# (portmap) NAT chains — portmap's shared CNI-HOSTPORT-* chains too, once no
+# rule of anyone's is in them —, shim sockets and CNI cache files in fixed
+# host paths, and the host paths/sysctl that up created or changed.
 #
 #   sudo scripts/containerd-down.sh                 # every flavour there is
 #   sudo scripts/containerd-down.sh --version 1.6   # only that one

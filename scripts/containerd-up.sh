@@ -26,14 +26,15 @@
 #      1.6) from the distribution (apt) if missing; builds containerd 2.2 if
 #      missing;
 #   2. builds the pause and busybox images offline (scripts/containerd/build-images.sh);
-#   3. writes config.toml and a CNI bridge conflist in the flavour's folder;
+#   3. writes config.toml and a CNI conflist (bridge, then portmap for host
+#      ports) in the flavour's folder;
 #   4. cleans up a stale previous run (killed containerd, left-over shims,
 #      mounts, bridge) and starts containerd, waits until its CRI answers;
 #   5. imports the images into the k8s.io namespace (the one the CRI uses);
 #   6. writes and prints the flavour's env (CONTAINERD_SOCK=..., images);
 #   7. accepts its bridge's traffic at the top of iptables' FORWARD chain
 #      (Docker's FORWARD DROP would drop even pod-to-pod traffic; down
-#      removes the rules).
+#      removes the rules, and the NAT rules portmap left for host ports).
 #
 # Everything it makes lives in root's tree, /var/lib/kubelet-labs (see
 # scripts/containerd/lib.sh): never in the learner's .labs/, which any
@@ -108,7 +109,7 @@ t_apt=0
 find_cni_bin() {
 	local d
 	for d in /usr/lib/cni /opt/cni/bin /usr/libexec/cni; do
-		if [ -x "${d}/bridge" ] && [ -x "${d}/host-local" ] && [ -x "${d}/loopback" ]; then
+		if [ -x "${d}/bridge" ] && [ -x "${d}/host-local" ] && [ -x "${d}/loopback" ] && [ -x "${d}/portmap" ]; then
 			echo "${d}"
 			return 0
 		fi
@@ -128,10 +129,10 @@ command -v gcc >/dev/null || missing+=(gcc)
 # gcc -static needs libc.a
 [ -n "$(find /usr/lib /usr/lib64 -name libc.a -print -quit 2>/dev/null)" ] || missing+=(libc6-dev)
 install_missing "${missing[@]}"
-CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback) not found"
+CNI_BIN="$(find_cni_bin)" || die "CNI plugins (bridge, host-local, loopback, portmap) not found"
 # containerd runs the CNI plugins and runc as root: root's, all the way up
 check_root_chain "${CNI_BIN}"
-for plugin in bridge host-local loopback; do check_root_chain "${CNI_BIN}/${plugin}"; done
+for plugin in bridge host-local loopback portmap; do check_root_chain "${CNI_BIN}/${plugin}"; done
 RUNC_BIN="$(root_program runc)" || die "runc not found in ${ROOT_PATH}"
 if wants 1.6; then
 	# "1.6" is the distribution's containerd: any 1.x reads the version = 2
@@ -333,10 +334,30 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
 EOF
 }
 
-# One bridge network per flavour. No ipMasq (no NAT rules: pods need no
-# internet, images are local; our only iptables rules are allow_forward's);
-# isGateway puts the gateway IP on the bridge so the host can reach pod IPs
-# (probes in later labs).
+# One bridge network per flavour. No ipMasq (no NAT for pod traffic: pods
+# need no internet, images are local); isGateway puts the gateway IP on the
+# bridge so the host can reach pod IPs (probes in later labs). Our own
+# iptables rules are allow_forward's; the only NAT rules are portmap's, and
+# only for pods with host ports.
+#
+# portmap, chained after the bridge as kind's CNI config and containerd's
+# own (its script/setup/install-cni: bridge, then portmap) do, is what makes
+# a container's hostPort work: the kubelet puts the pod's ports in the
+# sandbox config (PortMappings, pkg/kubelet/kuberuntime/
+# kuberuntime_sandbox.go:116-135, v1.36.3), containerd hands them to the
+# plugins that declare the portMappings capability, and portmap DNATs
+# hostIP:hostPort to the pod. Without it a hostPort is silently ignored, and
+# upstream's conformance spec "HostPort validates that there is no conflict
+# between pods with same hostPort but different hostIP and protocol"
+# (test/e2e/network/hostport.go:63) fails. Its snat option (default true)
+# masquerades connections from 127.0.0.1 and hairpin ones, and sets
+# route_localnet on our bridge, so that 127.0.0.1:hostPort, which that spec
+# calls, reaches the pod (containernetworking/plugins v1.1.1, Debian 12's:
+# plugins/meta/portmap/main.go:196-199, portmap.go:77-100 and 242-265).
+# Its rules live in the nat table: one CNI-DN-… chain per pod with host
+# ports, removed at CNI DEL, entered from shared CNI-HOSTPORT-* chains it
+# never removes; containerd-down.sh removes both (remove_hostport in
+# scripts/containerd/lib.sh).
 conflist() {
 	cat <<EOF
 {
@@ -355,6 +376,10 @@ conflist() {
         "routes": [{ "dst": "0.0.0.0/0" }],
         "dataDir": "${CNI_IPAM_DIR}"
       }
+    },
+    {
+      "type": "portmap",
+      "capabilities": { "portMappings": true }
     }
   ]
 }

@@ -509,6 +509,128 @@ remove_forward() {
 	done < <(forward_rules)
 }
 
+# Host ports. portmap, chained after our bridge (conflist in
+# containerd-up.sh), DNATs a pod's host ports from a chain of the pod's own
+# in the nat table, CNI-DN-<hash of network name and sandbox id>, entered
+# from CNI-HOSTPORT-DNAT; CNI DEL removes it. Down kills containerd with no
+# CNI DEL, so it removes our pods' chains itself (remove_hostport). The
+# chains portmap shares between all its pods it never removes:
+# CNI-HOSTPORT-DNAT (entered from PREROUTING and OUTPUT), -SETMARK and -MASQ
+# (the masquerade mark for connections from 127.0.0.1; -MASQ entered from
+# POSTROUTING) and -SNAT (older plugins'). Another CNI user on this host
+# (the other flavour, any CNI runtime) may share them, so they go only when
+# no rule of anyone's is in them — DNAT and SNAT empty, SETMARK and MASQ
+# holding only portmap's own mark and masquerade rules, no chain but the
+# built-in ones entering them — and the jumps to them go with them. Each
+# removal is one iptables-restore transaction: if another pod's rule lands
+# in a chain meanwhile, the kernel refuses to delete that chain and nothing
+# changes. (The route_localnet portmap sets on our bridge goes with the
+# bridge.) containernetworking/plugins v1.1.1, Debian 12's:
+# plugins/meta/portmap/portmap.go:47-52 (the names), 148-158 (DNAT's
+# entries), 281-321 (SETMARK, MASQ), 351-377 (CNI DEL: the pod's chain only).
+HOSTPORT_CHAINS=(CNI-HOSTPORT-DNAT CNI-HOSTPORT-SNAT CNI-HOSTPORT-SETMARK CNI-HOSTPORT-MASQ)
+
+# hostport_chain ID: the chain portmap makes for sandbox ID on our network
+# (pkg/utils/utils.go:39-60, MustFormatChainNameWithPrefix: "CNI-DN-" and
+# the sha512 of network name and id, 28 characters in all).
+hostport_chain() { # ID
+	printf 'CNI-DN-%s\n' "$(printf '%s%s' "${CNI_NET}" "$1" | sha512sum | cut -c1-21)"
+}
+
+# nat_rules: `iptables -t nat -S`; nothing where there is no iptables.
+nat_rules() {
+	local iptables
+	iptables="$(root_program iptables 2>/dev/null)" || return 0
+	"${iptables}" -w -t nat -S 2>/dev/null || true
+}
+
+# nat_commit: the nat table commands on stdin (iptables-restore syntax) as
+# one transaction; the rest of the table stays as it is.
+nat_commit() {
+	local restore
+	restore="$(root_program iptables-restore 2>/dev/null)" || return 1
+	{
+		echo '*nat'
+		cat
+		echo COMMIT
+	} | "${restore}" -w --noflush
+}
+
+# our_hostport_chains RULES ID...: the chains of our pods' host ports that
+# exist: the ones the ids name, and those a rule of our network enters
+# (portmap's comment names the network).
+our_hostport_chains() { # RULES ID...
+	local rules="$1" id
+	shift
+	{
+		for id in "$@"; do hostport_chain "${id}"; done
+		grep -F -- "-A CNI-HOSTPORT-DNAT " <<<"${rules}" | grep -F -- "dnat name: \\\"${CNI_NET}\\\" id:" |
+			sed -n 's/.* -j \(CNI-DN-[0-9a-f]*\)$/\1/p'
+	} | sort -u | while read -r id; do
+		grep -qxF -- "-N ${id}" <<<"${rules}" && echo "${id}"
+	done
+	true
+}
+
+# unused_hostport_chains RULES: the shared chains that exist, when no rule
+# of anyone's uses them (see above); nothing while one does.
+unused_hostport_chains() { # RULES
+	local rules="$1" line chain c
+	while read -r line; do
+		chain="${line#-A }"
+		chain="${chain%% *}"
+		case "${chain}" in
+		CNI-HOSTPORT-SETMARK) [[ "${line}" == *" -j MARK --set-xmark "* ]] || return 0 ;;
+		CNI-HOSTPORT-MASQ) [[ "${line}" == *" -m mark --mark "*" -j MASQUERADE"* ]] || return 0 ;;
+		CNI-HOSTPORT-*) return 0 ;;
+		PREROUTING | OUTPUT | POSTROUTING) ;;
+		*) [[ "${line}" != *" -j CNI-HOSTPORT-"* ]] || return 0 ;;
+		esac
+	done < <(grep -- '^-A ' <<<"${rules}" || true)
+	for c in "${HOSTPORT_CHAINS[@]}"; do
+		grep -qxF -- "-N ${c}" <<<"${rules}" && echo "${c}"
+	done
+	true
+}
+
+# delete_nat_chains RULES ENTRY_CHAINS CHAIN...: in one transaction, the
+# rules of the chains ENTRY_CHAINS (an extended regexp) that jump to one of
+# CHAINS, the rules RULES lists in CHAINS (each deleted by its spec, no
+# flush: a rule added since RULES was read stays, and its chain's -X fails
+# the whole transaction), then CHAINS themselves.
+delete_nat_chains() { # RULES ENTRY_CHAINS CHAIN...
+	local rules="$1" entry="$2" c
+	shift 2
+	{
+		for c in "$@"; do
+			grep -E -- "^-A (${entry}) .* -j ${c}\$" <<<"${rules}" | sed 's/^-A /-D /' || true
+		done
+		for c in "$@"; do
+			grep -- "^-A ${c} " <<<"${rules}" | sed 's/^-A /-D /' || true
+		done
+		for c in "$@"; do echo "-X ${c}"; done
+	} | nat_commit
+}
+
+# remove_hostport ID...: our pods' host port chains, then portmap's shared
+# chains if nobody uses them any more.
+remove_hostport() { # ID...
+	local rules
+	local -a chains
+	rules="$(nat_rules)"
+	[ -n "${rules}" ] || return 0
+	mapfile -t chains < <(our_hostport_chains "${rules}" "$@")
+	if [ "${#chains[@]}" -gt 0 ]; then
+		delete_nat_chains "${rules}" CNI-HOSTPORT-DNAT "${chains[@]}" || log "[${FLAVOUR}] could not remove the host port chains ${chains[*]}"
+		rules="$(nat_rules)"
+	fi
+	mapfile -t chains < <(unused_hostport_chains "${rules}")
+	if [ "${#chains[@]}" -gt 0 ]; then
+		# a pod's rule added since we looked fails the transaction: then in use
+		delete_nat_chains "${rules}" 'PREROUTING|OUTPUT|POSTROUTING' "${chains[@]}" 2>/dev/null || true
+	fi
+}
+
 # rotate_log FILE: a new run starts a new log; the one before is kept as
 # FILE.1 (one generation), so the log of a machine that ran the labs for
 # months is two runs long, not months.
@@ -755,6 +877,7 @@ cleanup_all() {
 	fi
 
 	remove_forward
+	remove_hostport "${ids[@]}"
 
 	# 6. files in fixed host paths
 	if [ -f "${SHIM_SOCKETS}" ]; then
@@ -862,7 +985,7 @@ leftovers() {
 		[ -n "${m}" ] && echo "mount ${m}"
 	done < <(our_mounts)
 	bridge_is_ours && [ -e "/sys/class/net/${BRIDGE}" ] && echo "network link ${BRIDGE}"
-	local iptables rule
+	local iptables rule rules
 	local -a spec
 	if iptables="$(root_program iptables 2>/dev/null)"; then
 		while read -r rule; do
@@ -870,6 +993,13 @@ leftovers() {
 			"${iptables}" -w -C FORWARD "${spec[@]}" 2>/dev/null && echo "iptables rule FORWARD ${rule}"
 		done < <(forward_rules)
 	fi
+	rules="$(nat_rules)"
+	for m in $(our_hostport_chains "${rules}" "${ids[@]}"); do
+		echo "iptables chain ${m} (nat table: a pod's host ports)"
+	done
+	for m in $(unused_hostport_chains "${rules}"); do
+		echo "iptables chain ${m} (nat table: portmap's, no rule of anyone's in it)"
+	done
 	for m in "${CLEANED_SHIM_SOCKETS[@]}"; do
 		[ -n "${m}" ] && [ -e "${m}" ] && echo "shim socket ${m}"
 	done
