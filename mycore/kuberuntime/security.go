@@ -76,8 +76,13 @@ func (m *Manager) containerSecurity(pod *v1.Pod, c *v1.Container, user ImageUser
 		// from empty masked and read-only path lists and applies only
 		// these, so without them /proc/kcore is readable and /proc/sys
 		// writable by a root container.
-		MaskedPaths:   securitycontext.ConvertToRuntimeMaskedPaths(eff.ProcMount),
-		ReadonlyPaths: securitycontext.ConvertToRuntimeReadonlyPaths(eff.ProcMount),
+		// SELinux labels are the runtime's to apply, as the real kubelet
+		// leaves them (security_context.go:106): containerd labels the
+		// process and its files where SELinux is enabled and ignores them
+		// where it is not, as on these machines.
+		SelinuxOptions: seLinuxOption(eff.SELinuxOptions),
+		MaskedPaths:    securitycontext.ConvertToRuntimeMaskedPaths(eff.ProcMount),
+		ReadonlyPaths:  securitycontext.ConvertToRuntimeReadonlyPaths(eff.ProcMount),
 	}
 	if eff.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *eff.RunAsUser}
@@ -126,6 +131,9 @@ func sandboxSecurity(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 	if psc.RunAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 	}
+	// the runtime labels the sandbox with it where SELinux is on
+	// (kuberuntime_sandbox.go:220-227)
+	sc.SelinuxOptions = seLinuxOption(psc.SELinuxOptions)
 	// An unknown policy: upstream fails the sandbox (:212-216); here every
 	// container is refused with that error instead, so the sandbox gets
 	// the default policy.
@@ -234,15 +242,20 @@ func seccompProfile(pod *v1.Pod, c *v1.Container, root string) (*runtimeapi.Secu
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
 }
 
+// seLinuxOption is convertToRuntimeSELinuxOption (security_context.go:125-137).
+func seLinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+}
+
 // unsupportedSecurity refuses what this node does not pass to the runtime,
 // in the way containerEnv refuses an env source it cannot fill: the
 // container does not start and its status says why.
 func unsupportedSecurity(pod *v1.Pod, c *v1.Container) error {
 	var set []string
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.SELinuxOptions != nil {
-			set = append(set, "spec.securityContext.seLinuxOptions")
-		}
 		if psc.WindowsOptions != nil {
 			set = append(set, "spec.securityContext.windowsOptions")
 		}
@@ -254,9 +267,6 @@ func unsupportedSecurity(pod *v1.Pod, c *v1.Container) error {
 		set = append(set, "spec.hostUsers: false (a user namespace)")
 	}
 	if csc := c.SecurityContext; csc != nil {
-		if csc.SELinuxOptions != nil {
-			set = append(set, "securityContext.seLinuxOptions")
-		}
 		if csc.WindowsOptions != nil {
 			set = append(set, "securityContext.windowsOptions")
 		}

@@ -1,6 +1,7 @@
 package kuberuntime_test
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -185,8 +186,6 @@ func TestUnsupportedSecurityContextRefused(t *testing.T) {
 		edit func(*v1.Pod)
 		want string
 	}{
-		{"pod seLinuxOptions", &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c1"}}, nil, nil, "spec.securityContext.seLinuxOptions"},
-		{"container seLinuxOptions", nil, &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Type: "spc_t"}}, nil, "securityContext.seLinuxOptions"},
 		{"pod appArmorProfile", &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}, nil, nil, "appArmorProfile"},
 		{"container appArmorProfile", nil, &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}}, nil, "appArmorProfile"},
 		{"apparmor annotation", nil, nil, func(p *v1.Pod) {
@@ -208,6 +207,38 @@ func TestUnsupportedSecurityContextRefused(t *testing.T) {
 				t.Errorf("err %v, want a refusal of container app naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// SELinux labels go to the runtime, as the real kubelet sends them
+// (security_context.go:106, kuberuntime_sandbox.go:220-227): the
+// container's own over the pod's, the pod's on the sandbox. The runtime
+// applies them where SELinux is on; the conformance specs of subPath set
+// them on every pod, so a node that refused them failed those specs.
+func TestSELinuxOptionsReachTheRuntime(t *testing.T) {
+	m := kuberuntime.New(nil, kuberuntime.Options{})
+	pod, c := secPod(&v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c0,c1"}}, nil)
+	cfg, err := m.ContainerConfig(pod, c, 0, kuberuntime.PodIPs{}, rootImage)
+	if err != nil {
+		t.Fatalf("a pod with seLinuxOptions: %v", err)
+	}
+	if got := cfg.GetLinux().GetSecurityContext().GetSelinuxOptions(); got.GetLevel() != "s0:c0,c1" {
+		t.Errorf("container's SELinux option %v, want the pod's level s0:c0,c1", got)
+	}
+	sb, err := m.SandboxConfig(context.Background(), pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.GetLinux().GetSecurityContext().GetSelinuxOptions(); got.GetLevel() != "s0:c0,c1" {
+		t.Errorf("sandbox's SELinux option %v, want the pod's level s0:c0,c1", got)
+	}
+	pod, c = secPod(&v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c0,c1"}}, &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Type: "spc_t"}})
+	cfg, err = m.ContainerConfig(pod, c, 0, kuberuntime.PodIPs{}, rootImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.GetLinux().GetSecurityContext().GetSelinuxOptions(); got.GetType() != "spc_t" || got.GetLevel() != "" {
+		t.Errorf("container's SELinux option %v, want the container's own (type spc_t) over the pod's", got)
 	}
 }
 
