@@ -17,13 +17,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
 
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/labs/01-fake-node/nodewatch"
@@ -46,6 +49,8 @@ type options struct {
 	memory              string
 	readyTimeout        time.Duration
 	approveServe        bool
+	clusterDNS          string // comma-separated IPs; "" is none, the kubelet's default
+	clusterDomain       string
 }
 
 func main() {
@@ -66,9 +71,43 @@ func main() {
 			fs.StringVar(&o.memory, "memory", "8Gi", "memory of the fake machine")
 			fs.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "give up if the node is not Ready by then")
 			fs.BoolVar(&o.approveServe, "approve-serving-csr", true, "approve this node's kubelet-serving CSR with the --kubeconfig credentials (needed for kubectl logs/exec)")
+			fs.StringVar(&o.clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster's DNS servers, e.g. 10.0.0.10: the only nameservers of pods with dnsPolicy ClusterFirst (the kubelet's clusterDNS; default none, as the kubelet's: those pods then get this machine's /etc/resolv.conf and a Warning event MissingClusterDNS)")
+			fs.StringVar(&o.clusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local: ClusterFirst pods search NS.svc.DOMAIN svc.DOMAIN DOMAIN before this machine's search domains, and a pod with spec.subdomain is named in it in /etc/hosts (the kubelet's clusterDomain; default \"\", as the kubelet's; kubeadm and kind set cluster.local)")
 		},
-		Run: func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
+		Check: o.check,
+		Run:   func(ctx context.Context, out *labenv.Printer) error { return run(ctx, o, out) },
 	})
+}
+
+// check refuses a bad --cluster-dns or --cluster-domain before anything
+// starts (exit 2, a usage error).
+func (o *options) check() error {
+	if _, err := o.clusterDNSIPs(); err != nil {
+		return err
+	}
+	if d := o.clusterDomain; d != "" && len(validation.IsDNS1123Subdomain(d)) > 0 {
+		return fmt.Errorf("--cluster-domain %q is not a DNS domain: lowercase letters, digits, '-' and '.', e.g. cluster.local", d)
+	}
+	return nil
+}
+
+// clusterDNSIPs is --cluster-dns as the kubelet's clusterDNS list, each
+// entry parsed as the kubelet parses it (netutils.ParseIPSloppy,
+// pkg/kubelet/kubelet.go:579-587) — but a bad one is an error here, where
+// the kubelet logs it and goes on without it.
+func (o *options) clusterDNSIPs() ([]string, error) {
+	if o.clusterDNS == "" {
+		return nil, nil
+	}
+	var ips []string
+	for _, s := range strings.Split(o.clusterDNS, ",") {
+		ip := netutils.ParseIPSloppy(strings.TrimSpace(s))
+		if ip == nil {
+			return nil, fmt.Errorf("--cluster-dns %q is not an IP address: want comma-separated IPs, e.g. 10.0.0.10", s)
+		}
+		ips = append(ips, ip.String())
+	}
+	return ips, nil
 }
 
 // run starts the node and follows it until Ctrl-C. The real kubelet has no
@@ -162,10 +201,12 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	defer removeBootstrap()
 
 	// The real kubelet, in this process, on our mock CRI.
+	clusterDNS, _ := o.clusterDNSIPs() // check read it
 	start := time.Now()
 	node, err := fakenode.Start(ctx, fakenode.Config{
 		NodeName: o.nodeName, Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig, CRIEndpoint: o.criEndpoint,
 		Address: o.address, Port: o.port, NodeIP: o.nodeIP, NodeLeaseDuration: o.leaseDuration, MaxPods: o.maxPods, CPUs: o.cpus, MemoryBytes: uint64(mem.Value()),
+		ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain,
 	})
 	if err != nil {
 		return err

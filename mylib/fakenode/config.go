@@ -14,6 +14,7 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
+	netutils "k8s.io/utils/net"
 )
 
 // Config describes one fake node.
@@ -53,6 +54,15 @@ type Config struct {
 	MaxPods     int
 	CPUs        int
 	MemoryBytes uint64
+	// ClusterDNS (IPs) and ClusterDomain are the kubelet's clusterDNS and
+	// clusterDomain: the only nameservers of pods with dnsPolicy
+	// ClusterFirst, and the domain they search (NS.svc.DOMAIN svc.DOMAIN
+	// DOMAIN) before the host's. Empty = none and "", the kubelet's own
+	// defaults: those pods then get the host's resolv.conf and a Warning
+	// event MissingClusterDNS. A full cluster (one with CoreDNS) sets
+	// both, as kubeadm does (10.0.0.10 here, cluster.local).
+	ClusterDNS    []string
+	ClusterDomain string
 
 	// shortDir is Dir, or a short symlink to it when Dir is too long for
 	// the unix sockets the kubelet creates under its root dir.
@@ -68,6 +78,9 @@ func (c *Config) setDefaults() error {
 	if errs := validation.IsDNS1123Subdomain(c.NodeName); len(errs) > 0 {
 		return fmt.Errorf("node name %q is not valid: %s", c.NodeName, strings.Join(errs, "; "))
 	}
+	if err := checkClusterDNS(c.ClusterDNS, c.ClusterDomain); err != nil {
+		return err
+	}
 	c.Address, c.NodeIP = ListenAddress(c.Address, c.NodeIP)
 	if c.NodeLeaseDuration == 0 {
 		c.NodeLeaseDuration = 40 * time.Second
@@ -80,6 +93,24 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MemoryBytes == 0 {
 		c.MemoryBytes = 8 << 30
+	}
+	return nil
+}
+
+// checkClusterDNS refuses what the kubelet would quietly drop: it parses
+// each clusterDNS entry with netutils.ParseIPSloppy and only logs "Invalid
+// clusterDNS IP" for one that is not an IP (pkg/kubelet/kubelet.go:579-587
+// in v1.36.3), so the pods would silently lose that nameserver. Nor does
+// the kubelet check the domain (its config validation has no rule for it):
+// a bad one ends up as a search line the pods' resolver rejects.
+func checkClusterDNS(servers []string, domain string) error {
+	for _, s := range servers {
+		if netutils.ParseIPSloppy(s) == nil {
+			return fmt.Errorf("cluster DNS %q is not an IP address: want IPs such as 10.0.0.10", s)
+		}
+	}
+	if domain != "" && len(validation.IsDNS1123Subdomain(domain)) > 0 {
+		return fmt.Errorf("cluster domain %q is not a DNS domain: lowercase letters, digits, '-' and '.', e.g. cluster.local", domain)
 	}
 	return nil
 }

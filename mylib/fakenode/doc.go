@@ -8,11 +8,12 @@
 //
 // This is what kubemark's hollow node does (pkg/kubemark/hollow_kubelet.go
 // and cmd/kubemark/app/hollow_node.go, v1.36.3), rebuilt compactly so that
-// nothing writes outside the node's own folder; the kubelet server listens
-// on the node's InternalIP only (where the apiserver reaches it for logs
-// and exec; a real kubelet listens on all addresses) with TLS,
-// authentication and webhook authorization, the mock
-// CRI's streaming server stays on 127.0.0.1, and the node authenticates
+// on the mock CRI nothing writes outside the node's own folder (on a real
+// runtime, hostPath volumes are on too: see volumePlugins); the kubelet
+// server listens on the node's InternalIP only (where the apiserver
+// reaches it for logs and exec; a real kubelet listens on all addresses)
+// with TLS, authentication and webhook authorization, the mock CRI's
+// streaming server stays on 127.0.0.1, and the node authenticates
 // with its own system:node:NAME certificate obtained through the kubelet's
 // real TLS bootstrap — the modern replacement for "patch the kubelet
 // source".

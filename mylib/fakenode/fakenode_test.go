@@ -228,3 +228,77 @@ func TestServerListensOnTheNodeIPByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDNSReachesTheKubelet: --cluster-dns and --cluster-domain end
+// up in the KubeletConfiguration the real kubelet runs with (its
+// clusterDNS and clusterDomain); unset, they stay the kubelet's defaults:
+// none and "".
+func TestClusterDNSReachesTheKubelet(t *testing.T) {
+	for _, tc := range []struct {
+		dns    []string
+		domain string
+	}{
+		{[]string{"10.0.0.10", "fd00::a"}, "cluster.local"},
+		{nil, ""},
+	} {
+		c := Config{NodeName: "n1", Dir: t.TempDir(), BootstrapKubeconfig: "bootstrap.kubeconfig", Address: "192.0.2.7",
+			ClusterDNS: tc.dns, ClusterDomain: tc.domain}
+		if err := c.setDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := kubeletServer(&c, "unix:///run/cri.sock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc := s.KubeletConfiguration
+		if strings.Join(kc.ClusterDNS, ",") != strings.Join(tc.dns, ",") || kc.ClusterDomain != tc.domain {
+			t.Errorf("Config ClusterDNS %q ClusterDomain %q: the kubelet got clusterDNS %q clusterDomain %q", tc.dns, tc.domain, kc.ClusterDNS, kc.ClusterDomain)
+		}
+	}
+}
+
+// TestBadClusterDNSIsRefused: a cluster DNS that is not an IP (which the
+// kubelet would only log and drop) or a domain that is not one fails
+// Start in one line, before the node's folder is made.
+func TestBadClusterDNSIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		dns    []string
+		domain string
+		want   string
+	}{
+		{[]string{"10.0.0.10", "ten"}, "", `cluster DNS "ten" is not an IP address: want IPs such as 10.0.0.10`},
+		{[]string{""}, "", `cluster DNS "" is not an IP address`},
+		{nil, "Cluster_Local", `cluster domain "Cluster_Local" is not a DNS domain`},
+	} {
+		dir := filepath.Join(t.TempDir(), "node")
+		_, err := Start(context.Background(), Config{NodeName: "n1", Dir: dir, BootstrapKubeconfig: bootstrapKubeconfig(t),
+			ClusterDNS: tc.dns, ClusterDomain: tc.domain})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ClusterDNS %q ClusterDomain %q: Start = %v, want one line that starts %q", tc.dns, tc.domain, err, tc.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("ClusterDNS %q ClusterDomain %q: the refused start made the node's folder", tc.dns, tc.domain)
+		}
+	}
+}
+
+// TestHostPathOnARealRuntimeOnly: on a real runtime the node mounts
+// hostPath volumes (kube-proxy's /run/xtables.lock: without it a full
+// cluster's kube-proxy never starts); on the mock CRI, where a pod must
+// not touch the host, it does not.
+func TestHostPathOnARealRuntimeOnly(t *testing.T) {
+	has := func(real bool) bool {
+		for _, p := range volumePlugins(real) {
+			if p.GetPluginName() == "kubernetes.io/host-path" {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(true) {
+		t.Error("with --cri-endpoint (a real runtime) the node has no hostPath plugin: kube-proxy's pod would stay FailedMount")
+	}
+	if has(false) {
+		t.Error("on the mock CRI the node has a hostPath plugin: a pod could create files on the host")
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/volume/configmap"
 	"k8s.io/kubernetes/pkg/volume/downwardapi"
 	"k8s.io/kubernetes/pkg/volume/emptydir"
+	"k8s.io/kubernetes/pkg/volume/hostpath"
 	"k8s.io/kubernetes/pkg/volume/projected"
 	"k8s.io/kubernetes/pkg/volume/secret"
 	"k8s.io/kubernetes/pkg/volume/util/hostutil"
@@ -198,7 +199,12 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	c.PodLogsDir = cfg.PodLogsDir()
 	c.MaxPods = int32(cfg.MaxPods)
 	c.NodeLeaseDurationSeconds = int32(cfg.NodeLeaseDuration / time.Second)
-	c.ClusterDNS = nil
+	// Pods' DNS (GetPodDNS, pkg/kubelet/network/dns/dns.go:402-421): with
+	// clusterDNS set, a ClusterFirst pod's resolv.conf names only those
+	// servers and searches the cluster domain first; with none, the pod
+	// falls back to the host's and a MissingClusterDNS event says so.
+	c.ClusterDNS = cfg.ClusterDNS
+	c.ClusterDomain = cfg.ClusterDomain
 	return s, nil
 }
 
@@ -222,7 +228,7 @@ func dependencies(ctx context.Context, cfg *Config, s *options.KubeletServer) (*
 		HostUtil:         hostutil.NewFakeHostUtil(nil),
 		Subpather:        &subpath.FakeSubpath{},
 		OOMAdjuster:      oom.NewFakeOOMAdjuster(),
-		VolumePlugins:    volumePlugins(),
+		VolumePlugins:    volumePlugins(cfg.CRIEndpoint != ""),
 		TLSOptions:       tlsOptions,
 		TracerProvider:   noopoteltrace.NewTracerProvider(),
 	}
@@ -237,8 +243,25 @@ func dependencies(ctx context.Context, cfg *Config, s *options.KubeletServer) (*
 
 // volumePlugins are the plugins whose volumes need no mount: enough for
 // service-account tokens, ConfigMaps, Secrets and emptyDir on disk.
-func volumePlugins() []volume.VolumePlugin {
+//
+// On a real runtime, hostPath too: it needs no mount by the kubelet either
+// (the runtime bind-mounts the host's path), and kube-proxy's pod cannot
+// start without it (kubeadm's DaemonSet mounts /run/xtables.lock,
+// cmd/kubeadm/app/phases/addons/proxy/manifests.go:104-107), so a node
+// without it cannot be a full cluster's. Its FileOrCreate and
+// DirectoryOrCreate types create the path on the host (SetUp and
+// checkTypeInternal, pkg/volume/hostpath/host_path.go:241-254 and
+// 462-499); with the fake HostUtil every path looks missing, so those
+// create it (or find it there) and a plain File or Directory type is
+// refused; an untyped one is not checked. Not on the mock CRI: there a pod must leave the host as it
+// found it, as the package says. A real runtime already lets a pod reach
+// the host (privileged pods are allowed, as in every kubelet:
+// cmd/kubelet/app/server.go:1252-1254); hostPath adds no power beyond it.
+func volumePlugins(realRuntime bool) []volume.VolumePlugin {
 	var all []volume.VolumePlugin
+	if realRuntime {
+		all = append(all, hostpath.ProbeVolumePlugins(volume.VolumeConfig{})...)
+	}
 	all = append(all, emptydir.ProbeVolumePlugins()...)
 	all = append(all, secret.ProbeVolumePlugins()...)
 	all = append(all, configmap.ProbeVolumePlugins()...)

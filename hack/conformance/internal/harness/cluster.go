@@ -138,8 +138,18 @@ func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io
 	if len(spec.Nodes) == 0 {
 		return nil, errors.New("a cluster needs at least one node")
 	}
-	if spec.Full && node != NodeMyKubelet {
-		return nil, fmt.Errorf("NODE=%s: a full cluster runs lab 18's nodes only (lab 01 takes no cluster DNS yet)", node)
+	if node == NodeRealKubelet {
+		// the real kubelet stops every pod of its runtime that it does not
+		// run itself (it lists all sandboxes, kuberuntime_container.go:628-639,
+		// and kills the unknown ones, kubelet_pods.go:1398-1419 in v1.36.3):
+		// two lab 01 nodes on one containerd would kill each other's pods
+		sock := map[string]string{}
+		for _, ns := range spec.Nodes {
+			if other, ok := sock[ns.Runtime.Sock]; ok {
+				return nil, fmt.Errorf("NODE=%s: nodes %s and %s would share containerd %s, and the real kubelet stops every pod of its runtime it does not run; start one containerd per node (sudo scripts/containerd-up.sh --version 2.2,1.6)", node, other, ns.Name, ns.Runtime.Sock)
+			}
+			sock[ns.Runtime.Sock] = ns.Name
+		}
 	}
 	scheduler, err := l.Build("kube-scheduler", progress)
 	if err != nil {
@@ -226,25 +236,25 @@ func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io
 			if ns.Runtime.Env.PodLogDir != "" {
 				args = append(args, "--pod-logs-dir="+ns.Runtime.Env.PodLogDir)
 			}
-			if spec.Full {
-				addr, err := nodeAddress(ns.Runtime)
-				if err != nil {
-					return nil, err
-				}
-				// each node on an address of its own, so each on the
-				// kubelet's port: specs name 10250 ("[sig-network] Proxy
-				// ... with explicit kubelet port"); two nodes on one
-				// containerd share its bridge's address, and the second
-				// takes a free port
-				port := "10250"
-				if usedAddr[addr] {
-					port = "0"
-				}
-				usedAddr[addr] = true
-				args = append(args, "--address="+addr, "--port="+port, "--cluster-dns="+ClusterDNS, "--cluster-domain="+ClusterDomain)
-			}
 		case NodeRealKubelet:
 			args = []string{"--kubeconfig=" + admin, "--node-name=" + ns.Name, "--cri-endpoint=" + ns.Runtime.Env.Endpoint}
+		}
+		if spec.Full {
+			addr, err := nodeAddress(ns.Runtime)
+			if err != nil {
+				return nil, err
+			}
+			// each node on an address of its own, so each on the
+			// kubelet's port: specs name 10250 ("[sig-network] Proxy
+			// ... with explicit kubelet port"); two nodes on one
+			// containerd share its bridge's address, and the second
+			// takes a free port (both labs: --port=0)
+			port := "10250"
+			if usedAddr[addr] {
+				port = "0"
+			}
+			usedAddr[addr] = true
+			args = append(args, "--address="+addr, "--port="+port, "--cluster-dns="+ClusterDNS, "--cluster-domain="+ClusterDomain)
 		}
 		// its own state folder: its certificates and pod folders are not
 		// those of a lab the learner runs, nor another node's
