@@ -93,6 +93,15 @@ func TestFullClusterServesDNSAndServices(t *testing.T) {
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// the same pod behind a Service with only a UDP port 80
+	udp := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "udp-only"},
+		Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []v1.ServicePort{{Port: 80, Protocol: v1.ProtocolUDP, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if udp, err = cs.CoreV1().Services(ns).Create(ctx, udp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"web", "client"} {
 		if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
@@ -133,6 +142,11 @@ func TestFullClusterServesDNSAndServices(t *testing.T) {
 		"nc", "-z", "-w", "3", "10.0.0.1", "443")
 	check("a Service on one node reaches a pod on the other", func(o string) bool { return strings.Contains(o, "hello-from-"+c.Nodes[1]) },
 		"wget", "-q", "-O", "-", "-T", "3", "http://web."+ns+".svc.cluster.local")
+	// no answer on a port the Service does not have: the packet is not
+	// translated and must not leave this host masqueraded (hostnet.go)
+	if out, err := inPod("nc", "-z", "-w", "3", udp.Spec.ClusterIP, "80"); err == nil {
+		t.Errorf("TCP to %s:80, a Service with only UDP 80, was answered:\n%s", udp.Spec.ClusterIP, out)
+	}
 	check("the pod's resolv.conf is the cluster's", func(o string) bool {
 		return strings.Contains(o, "nameserver "+harness.ClusterDNS) && strings.Contains(o, "search "+ns+".svc.cluster.local svc.cluster.local cluster.local")
 	}, "cat", "/etc/resolv.conf")

@@ -148,7 +148,7 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + filepath.Join(p.Dir, serviceAccountKeyName+".pub"),
 		"--service-account-signing-key-file=" + filepath.Join(p.Dir, serviceAccountKeyName+".key"),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		// exec/logs/port-forward: the apiserver authenticates to kubelets
 		// with its own client cert and verifies their serving certs.
 		"--kubelet-client-certificate=" + p.CertFile(apiserverKubeletClientName),
@@ -177,6 +177,10 @@ func (cp *ControlPlane) apiserverArgs() []string {
 		"--shutdown-watch-termination-grace-period=2s",
 	}
 }
+
+// ServiceCIDR is the range Services' cluster IPs come from; the
+// "kubernetes" Service has its first address (pki.go's serviceIP).
+const ServiceCIDR = "10.0.0.0/24"
 
 // endpointReconciler is how the apiserver keeps the "kubernetes" Service's
 // endpoints: "lease" (upstream's default) publishes its advertise address,

@@ -151,6 +151,11 @@ func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io
 			sock[ns.Runtime.Sock] = ns.Name
 		}
 	}
+	if spec.Full {
+		if err := l.RootOnly(); err != nil {
+			return nil, err
+		}
+	}
 	scheduler, err := l.Build("kube-scheduler", progress)
 	if err != nil {
 		return nil, err

@@ -3,12 +3,18 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"kubelet-labs/internal/controlplane"
+	"kubelet-labs/internal/state"
 )
 
 // A full cluster (the certified suite's) changes this host's network
@@ -27,18 +33,28 @@ type hostNetwork struct {
 	podCIDR string
 }
 
-// egressComment marks the one rule hostNetwork adds itself.
+// egressComment marks the rules hostNetwork adds itself.
 const egressComment = "kubelet-labs conformance: pod egress"
 
-// egressRule masquerades what pods send out of the pods' range to this
+// egressRules masquerade what pods send out of the pods' range to this
 // host's address, as a cluster's network add-on does (kindnetd's
 // masquerade agent, cmd/kindnetd: every destination outside the cluster's
 // ranges): the course's CNI bridges translate nothing (ipMasq false), so
 // CoreDNS, forwarding a name that is not the cluster's to this host's
 // resolver, would wait for answers that cannot find their way back.
-func (h *hostNetwork) egressRule() []string {
-	return []string{"-t", "nat", "POSTROUTING", "-s", h.podCIDR, "!", "-d", h.podCIDR,
-		"-m", "comment", "--comment", egressComment, "-j", "MASQUERADE"}
+// Except the Service range: a packet to a cluster IP that kube-proxy did
+// not translate (a port the Service does not have) must find nobody, as
+// on any cluster — masqueraded, it would leave this host for its network,
+// where something may answer (here a proxy answers every port 80: the
+// spec "Services should serve endpoints on same port and different
+// protocols" then saw a TCP answer from a UDP-only Service).
+func (h *hostNetwork) egressRules() [][]string {
+	return [][]string{
+		{"-t", "nat", "POSTROUTING", "-s", h.podCIDR, "-d", controlplane.ServiceCIDR,
+			"-m", "comment", "--comment", egressComment, "-j", "RETURN"},
+		{"-t", "nat", "POSTROUTING", "-s", h.podCIDR, "!", "-d", h.podCIDR,
+			"-m", "comment", "--comment", egressComment, "-j", "MASQUERADE"},
+	}
 }
 
 // iptables runs iptables with op (-A, -D, -C) before the rule's chain.
@@ -70,16 +86,15 @@ func hostAddress() (net.IP, error) {
 }
 
 // prepare cleans what a killed earlier run left (kube-proxy's rules) and
-// turns bridge netfilter on. Root only.
+// turns bridge netfilter on. Root only: Layout.RootOnly first.
 func (h *hostNetwork) prepare() error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("a full cluster runs kube-proxy, which writes this host's iptables, and needs bridge netfilter on: run it as root")
-	}
 	if err := h.cleanRules(); err != nil {
 		return err
 	}
-	if err := iptables("-A", h.egressRule()); err != nil {
-		return err
+	for _, r := range h.egressRules() {
+		if err := iptables("-A", r); err != nil {
+			return err
+		}
 	}
 	old, err := os.ReadFile(bridgeNFCallIPTables)
 	if err != nil {
@@ -111,9 +126,11 @@ func (h *hostNetwork) undo() error {
 // removes every chain and table kube-proxy makes, in iptables, ipvs and
 // nftables, and exits), then checks that no KUBE-SERVICES chain is left.
 func (h *hostNetwork) cleanRules() error {
-	for iptables("-C", h.egressRule()) == nil {
-		if err := iptables("-D", h.egressRule()); err != nil {
-			return err
+	for _, r := range h.egressRules() {
+		for iptables("-C", r) == nil {
+			if err := iptables("-D", r); err != nil {
+				return err
+			}
 		}
 	}
 	out, _ := exec.Command(h.kubeProxy, "--cleanup", "--v=0").CombinedOutput()
@@ -172,4 +189,85 @@ func nodeAddress(rt Runtime) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("bridge %s of containerd %s does not hold its gateway %s (addresses %v)", rt.Env.Bridge, rt.Sock, gw, addrs)
+}
+
+// RootOnly is rootOnly for a run's files: the checkout without the state
+// folder, and of the state folder what a run executes or loads (the
+// builds, their sources, the images, lab 00's binaries) — not the labs'
+// and runs' pod volumes, owned by whatever user a pod asked for: data of
+// the run, never run by it. A full run calls it before it builds anything.
+func (l *Layout) RootOnly() error {
+	stateRoot, err := state.Dir()
+	if err != nil {
+		return err
+	}
+	return rootOnly([]string{l.Repo, l.BinDir, l.ImageDir, filepath.Join(l.Dir, "src"), l.ControlPlaneBinDir}, []string{stateRoot})
+}
+
+// rootOnly says whether this process may change the host's network for a
+// full cluster: it must be root (kube-proxy's rules, the sysctl), and as
+// root it builds and runs programs of the checkout and writes the state
+// folder — the course's rule for anything run as root is to trust no file
+// a non-root user could have written (scripts/containerd/lib.sh
+// check_root_chain does the same for containerd-up.sh). So every tree
+// given (the checkout, the state folder) and the folders above them must
+// be root's and writable by no one else: a clone root made (CI, an
+// instructor's machine), not a learner's.
+// skip names folders the walks leave out.
+func rootOnly(trees, skip []string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("a full cluster changes this host's network (kube-proxy's iptables rules, bridge netfilter): run it as root, from a checkout root owns (git clone as root; CI does)")
+	}
+	for _, tree := range trees {
+		if _, err := os.Lstat(tree); os.IsNotExist(err) {
+			continue
+		}
+		for d := filepath.Dir(tree); ; d = filepath.Dir(d) {
+			if err := rootsAlone(d); err != nil {
+				return err
+			}
+			if d == "/" {
+				break
+			}
+		}
+		err := filepath.WalkDir(tree, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				return nil // its target is checked where the walk meets it, or is outside
+			}
+			if err := rootsAlone(p); err != nil {
+				return err
+			}
+			for _, s := range skip {
+				if e.IsDir() && p == s {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rootsAlone refuses a file or folder that is not root's or that others
+// may write (a sticky folder such as /tmp is fine above the tree).
+func rootsAlone(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner", p)
+	}
+	writable := fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0)
+	if st.Uid != 0 || writable {
+		return fmt.Errorf("%s is owned by uid %d with mode %s: as root, a full cluster runs only what no other user could have written; use a checkout (and LABS_STATE_DIR) root owns", p, st.Uid, fi.Mode())
+	}
+	return nil
 }

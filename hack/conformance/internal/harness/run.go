@@ -158,6 +158,12 @@ func (l *Layout) Run(ctx context.Context, o Options) (report.Summary, error) {
 	if err != nil {
 		return report.Summary{}, err
 	}
+	if o.full() && !o.DryRun {
+		// before any build: as root it runs what it builds
+		if err := l.RootOnly(); err != nil {
+			return report.Summary{}, err
+		}
+	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return report.Summary{}, err
 	}
