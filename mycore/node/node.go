@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 )
 
 // KubeletVersion is what our node reports as its kubelet version: the
@@ -148,8 +149,30 @@ func (c Config) SetStatus(n *v1.Node, now time.Time) {
 	if capacity == nil {
 		capacity = MachineCapacity()
 	}
-	n.Status.Capacity = capacity.DeepCopy()
-	n.Status.Allocatable = capacity.DeepCopy() // no system/kube reservations
+	// As the kubelet's MachineInfo setter (setters.go:209-316 at v1.36.3):
+	// our resources are set key by key, so an extended resource someone
+	// else advertises on the node (a PATCH of status.capacity, as the
+	// scheduler's preemption specs and the "advertise extended resources"
+	// task do) stays; allocatable follows capacity (no system or kube
+	// reservations here), and an extended resource gone from capacity
+	// leaves allocatable too.
+	if n.Status.Capacity == nil {
+		n.Status.Capacity = v1.ResourceList{}
+	}
+	for k, v := range capacity {
+		n.Status.Capacity[k] = v.DeepCopy()
+	}
+	if n.Status.Allocatable == nil {
+		n.Status.Allocatable = v1.ResourceList{}
+	}
+	for k := range n.Status.Allocatable {
+		if _, found := n.Status.Capacity[k]; !found && v1helper.IsExtendedResourceName(k) {
+			delete(n.Status.Allocatable, k)
+		}
+	}
+	for k, v := range n.Status.Capacity {
+		n.Status.Allocatable[k] = v.DeepCopy()
+	}
 
 	// The kubelet's MachineInfo and VersionInfo setters (setters.go:228-229,
 	// :254, :352-359; see Host and ContainerRuntimeVersion).

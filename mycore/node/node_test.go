@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -158,5 +159,29 @@ func TestStatusReportSpread(t *testing.T) {
 	}
 	if len(seen) < 2 {
 		t.Errorf("20 nodes got the same delay %v: not spread", seen)
+	}
+}
+
+// An extended resource someone advertises on the node (a PATCH of
+// status.capacity) stays in capacity and shows in allocatable, as with the
+// kubelet's MachineInfo setter; one removed from capacity leaves
+// allocatable. The scheduler's preemption specs advertise one so.
+func TestSetStatusKeepsAdvertisedExtendedResources(t *testing.T) {
+	c := Config{Name: "n", Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourcePods: resource.MustParse("110")}}
+	n := &v1.Node{Status: v1.NodeStatus{
+		Capacity:    v1.ResourceList{"example.com/dongle": resource.MustParse("4")},
+		Allocatable: v1.ResourceList{"example.com/gone": resource.MustParse("1")},
+	}}
+	c.SetStatus(n, time.Now())
+	for _, list := range []v1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+		if q := list["example.com/dongle"]; q.Value() != 4 {
+			t.Errorf("example.com/dongle %v in %v, want 4 kept", q.String(), list)
+		}
+		if q := list[v1.ResourceCPU]; q.Value() != 2 {
+			t.Errorf("cpu %v in %v, want ours, 2", q.String(), list)
+		}
+	}
+	if _, ok := n.Status.Allocatable["example.com/gone"]; ok {
+		t.Errorf("allocatable %v keeps example.com/gone, which capacity no longer has", n.Status.Allocatable)
 	}
 }
