@@ -274,6 +274,16 @@ func TestStuckNodeHoldsUpNoOther(t *testing.T) {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, "on-other", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == v1.PodRunning
 	})
+	// The stuck node's kubelet runs its pods all the same: with no Node
+	// in the apiserver, admission takes the Node the node would register
+	// (the kubelet's initialNode), not a rejection (InvalidNodeInfo).
+	testenv.Poll(t, "pod on-stuck-00 Running on "+stuck, 2*time.Minute, func() (bool, error) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "on-stuck-00", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == v1.PodFailed {
+			return false, fmt.Errorf("Failed: %s: %s", p.Status.Reason, p.Status.Message)
+		}
+		return err == nil && p.Status.Phase == v1.PodRunning, nil
+	})
 
 	// And the stuck node never gives up (every 7 s at most, as the kubelet).
 	tries := func() int { return strings.Count(r.log.String(), "register "+stuck+": ") }

@@ -276,8 +276,8 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}
 	}()
 
-	// The Node informer first: the status reporters read from it. Only
-	// this lab's nodes.
+	// The Node informer first: the status reporters and the kubelets'
+	// admission read from it. Only this lab's nodes.
 	factory := informers.NewSharedInformerFactoryWithOptions(watcher, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.Set{node.LabLabel: o.Lab}.String()
@@ -306,7 +306,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	start := time.Now()
 	f.members = make([]*member, len(f.names))
 	for i, name := range f.names {
-		m, err := newMember(f, f.first+i, name, connOf(i), updates[name], events.recorder(i, name))
+		m, err := newMember(f, f.first+i, name, connOf(i), updates[name], events.recorder(i, name), getNode)
 		if err != nil {
 			return err
 		}

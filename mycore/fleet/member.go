@@ -36,7 +36,8 @@ type member struct {
 // unique across the fleet (each mock runtime hands out its own range).
 func podCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256) }
 
-func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubetypes.PodUpdate, events record.EventRecorder) (*member, error) {
+func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubetypes.PodUpdate, events record.EventRecorder,
+	getNode func(context.Context, string) (*v1.Node, error)) (*member, error) {
 	o := f.o
 	m := &member{f: f, name: name, conn: conn, logs: filepath.Join(o.Dir, name)}
 	if o.NodeLog != nil {
@@ -69,6 +70,12 @@ func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubet
 		// one of the fleet's few broadcasters, not one per node (events.go)
 		Events:     events,
 		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+		// admission reads the Node from the fleet's one Node informer, not
+		// from an informer (a watch) per node
+		GetNode: func(ctx context.Context) (*v1.Node, error) { return getNode(ctx, name) },
+		// and until the informer has its Node (or while the Node cannot
+		// be registered), from the Node it registers, as the kubelet does
+		InitialNode: func() *v1.Node { return m.cfg.InitialNode(time.Now()) },
 	})
 	if err != nil {
 		m.mock.Close()

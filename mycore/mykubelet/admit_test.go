@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 
@@ -253,4 +254,107 @@ func TestSysctlAdmission(t *testing.T) {
 			t.Errorf("%s (%s): admit=%v reason %q %q, want admit=%v (reason SysctlForbidden when not)", tc.name, tc.sysctl, r.Admit, r.Reason, r.Message, tc.admit)
 		}
 	}
+}
+
+// TestPredicateAdmission: upstream's predicate admit handler decides what
+// the node runs, as the kubelet's does (lifecycle/predicate.go), against
+// the Node the node registered and the pods it already admitted:
+//
+//   - a second pod asking for a host port the first holds is Failed with
+//     reason NodePorts, never run — what the conformance spec "Should
+//     recreate evicted statefulset" waits for (statefulset.go:870-960);
+//     once the first is gone, a pod asking for the same port runs, as the
+//     rejected one (Failed) holds nothing;
+//   - a pod asking for more CPU than the node's allocatable: OutOfcpu;
+//   - a pod whose nodeSelector the node's labels do not match:
+//     NodeAffinity.
+//
+// Each is checked once the node has decided (the pod left Pending), so
+// a node that runs what it should refuse fails every case.
+func TestPredicateAdmission(t *testing.T) {
+	n := startNode(t, "t-predicates", Options{})
+	ns := n.namespace(t)
+	ctx := context.Background()
+	pods := n.admin.CoreV1().Pods(ns)
+	create := func(name string, edit func(*v1.Pod)) *v1.Pod {
+		t.Helper()
+		grace := int64(1)
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: &grace, Containers: []v1.Container{{Name: "main", Image: mockBusyboxImage,
+				Command: []string{"sh", "-c", "echo ready; sleep 3600"}}}},
+		}
+		edit(p)
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	hostPort := func(p *v1.Pod) {
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 21017, HostPort: 21017, Protocol: v1.ProtocolTCP}}
+	}
+
+	create("port-a", hostPort)
+	n.runningPod(t, ns, "port-a")
+	portB := create("port-b", hostPort)
+	tooBig := create("too-big", func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
+	})
+	elsewhere := create("elsewhere", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"kubelet-labs.dev/zone": "nowhere"} })
+
+	nodeObj, err := n.admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pod             *v1.Pod
+		reason, message string
+	}{
+		{portB, "NodePorts", "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+		{tooBig, "OutOfcpu", fmt.Sprintf("Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: %d",
+			nodeObj.Status.Allocatable.Cpu().MilliValue())},
+		{elsewhere, "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+	} {
+		p := n.decided(t, ns, c.pod.Name)
+		if p.Status.Phase != v1.PodFailed || p.Status.Reason != c.reason || p.Status.Message != c.message {
+			t.Errorf("pod %s: phase %s reason %q message %q, want Failed, %s, %q", c.pod.Name, p.Status.Phase, p.Status.Reason, p.Status.Message, c.reason, c.message)
+		}
+		if cs := n.containers(t, string(c.pod.UID)); len(cs) > 0 {
+			t.Errorf("rejected pod %s has %d container(s) in the runtime", c.pod.Name, len(cs))
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The port is free again once its holder is gone; the Failed port-b
+	// never held it.
+	if err := pods.Delete(ctx, "port-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollNil(t, "port-a gone", patient, func() error {
+		_, err := n.getPod(ns, "port-a")
+		return notFound(err)
+	})
+	create("port-c", hostPort)
+	n.runningPod(t, ns, "port-c")
+}
+
+// decided waits until the node has admitted or rejected the pod: its
+// phase is no longer Pending (or unset).
+func (n *testNode) decided(t *testing.T, ns, name string) *v1.Pod {
+	t.Helper()
+	var p *v1.Pod
+	testenv.PollNil(t, "the node's verdict on pod "+name, patient, func() error {
+		var err error
+		if p, err = n.getPod(ns, name); err != nil {
+			return err
+		}
+		if p.Status.Phase == "" || p.Status.Phase == v1.PodPending {
+			return fmt.Errorf("phase %q", p.Status.Phase)
+		}
+		return nil
+	})
+	return p
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -131,6 +132,15 @@ type Options struct {
 	// /etc/resolv.conf.
 	ClusterDNS    []net.IP
 	ClusterDomain string
+	// GetNode, if set, reads the node's Node from a cache, for admission
+	// (nodecache.go): fleet mode's nodes share one Node informer. nil:
+	// the node watches its own Node while Run runs, as the kubelet's
+	// node informer does.
+	GetNode func(ctx context.Context) (*v1.Node, error)
+	// InitialNode, if set, is the Node as the node registers it
+	// (node.Config.InitialNode): admission's Node while the cache has
+	// none, as the kubelet's initialNode. nil: a GET of the Node.
+	InitialNode func() *v1.Node
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -160,9 +170,14 @@ type Kubelet struct {
 	logs *logrotate.Rotator
 	// services are watched for the containers' service variables.
 	services *services
-	// sysctls admits a pod only with the sysctls upstream's allowlist
-	// allows (admit.go).
-	sysctls lifecycle.PodAdmitHandler
+	// admitHandlers decide, in turn, whether a pod may run (admit.go):
+	// upstream's sysctl allowlist and predicate admit handler.
+	admitHandlers []lifecycle.PodAdmitHandler
+	// node is the node's own Node object, for admission (nodecache.go).
+	node *nodeCache
+	// admitCtx is the context of the admission under way (canAdmitPod),
+	// for the reads of the Node; owned by the sync loop.
+	admitCtx context.Context
 	// volumes sets up and tears down the pods' volumes; nil without PodsDir.
 	volumes *volumes.Manager
 	// recorder records the node's events: Options.Events, or own's.
@@ -179,7 +194,8 @@ type Kubelet struct {
 	lastGC       time.Time
 	// runtimeFeatures are the runtime's features as its last CRI Status
 	// that answered gave them (the kubelet's runtimeState.runtimeFeatures,
-	// runtime.go:98): admission falls back on them when Status fails.
+	// runtime.go:98): admission's node.status.features, and what it falls
+	// back on when Status fails.
 	runtimeFeatures *kubecontainer.RuntimeFeatures
 
 	// The probe results (kubelet.go:687-689): the prober writes them, the
@@ -237,10 +253,15 @@ func New(o Options) (*Kubelet, error) {
 		k.own = &nodeRecorder{client: o.Client, nodeName: o.NodeName}
 		k.recorder = k.own
 	}
-	var err error
-	if k.sysctls, err = newSysctlAdmission(context.Background()); err != nil {
+	k.node = &nodeCache{name: o.NodeName, client: o.Client, initial: o.InitialNode}
+	if o.GetNode != nil {
+		k.node.cached = o.GetNode
+	}
+	sysctls, err := newSysctlAdmission(context.Background())
+	if err != nil {
 		return nil, err
 	}
+	k.admitHandlers = []lifecycle.PodAdmitHandler{sysctls, k.newPredicateAdmission()}
 	if k.volumes, err = newVolumes(o, k.log); err != nil {
 		return nil, err
 	}
@@ -319,6 +340,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	wg.Go(func() { k.status.Run(node) })
 	wg.Go(func() { k.services.run(node) })
+	if k.o.GetNode == nil {
+		wg.Go(func() { k.node.runInformer(node) })
+	}
 	// Log rotation runs while pods may still write: until the node's
 	// parts stop (containerLogManager.Start, kubelet.go:1830, in
 	// initializeRuntimeDependentModules, which Run starts).
