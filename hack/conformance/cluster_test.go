@@ -31,16 +31,8 @@ func TestFullClusterServesDNSAndServices(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a full cluster writes this host's iptables (kube-proxy): root only")
 	}
-	if _, err := harness.FindRuntimes(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("containerd: %v", err)
-		}
-		t.Skipf("needs the course's containerd: %v", err)
-	}
-	l, err := harness.NewLayout()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, err := harness.FindRuntimes()
+	l := needContainerd(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	runDir := filepath.Join(l.Dir, "runs", "full-cluster-"+time.Now().Format("20060102-150405"))

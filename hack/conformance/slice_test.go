@@ -31,16 +31,8 @@ var slice = []string{
 // containerd, as `make conformance FOCUS=...` would, and asserts that
 // every spec of it passed.
 func TestConformanceSlice(t *testing.T) {
-	if _, err := harness.FindRuntime(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("containerd: %v", err)
-		}
-		t.Skipf("needs the course's containerd: %v", err)
-	}
-	l, err := harness.NewLayout()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, err := harness.FindRuntime()
+	l := needContainerd(t, err)
 	focus := make([]string, len(slice))
 	for i, name := range slice {
 		// ginkgo matches "<suite description> <spec text>"
@@ -64,6 +56,24 @@ func TestConformanceSlice(t *testing.T) {
 	if s.Passed != len(slice) || s.Failed != 0 {
 		t.Errorf("want all %d specs of the slice passed, got %d passed, %d failed, %d skipped; see %s", len(slice), s.Passed, s.Failed, s.Skipped, runDir)
 	}
+}
+
+// needContainerd skips the test when the course's containerd is not up
+// (findErr), or fails it under CI, which starts it; else it returns the
+// harness's layout.
+func needContainerd(t *testing.T, findErr error) *harness.Layout {
+	t.Helper()
+	if findErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("containerd: %v", findErr)
+		}
+		t.Skipf("needs the course's containerd: %v", findErr)
+	}
+	l, err := harness.NewLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 type testWriter struct{ t *testing.T }

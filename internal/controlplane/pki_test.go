@@ -21,17 +21,8 @@ func TestServingCertificateNamesTheAPIServerAddress(t *testing.T) {
 	bridge := net.ParseIP("172.18.0.1")
 	names := func() []string {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(dir, "apiserver.crt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		block, _ := pem.Decode(data)
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, ip := range cert.IPAddresses {
+		for _, ip := range readCert(t, dir, "apiserver").IPAddresses {
 			out = append(out, ip.String())
 		}
 		return out
@@ -72,20 +63,7 @@ func TestFrontProxyClientHasACAOfItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(name string) *x509.Certificate {
-		t.Helper()
-		data, err := os.ReadFile(filepath.Join(dir, name+".crt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		block, _ := pem.Decode(data)
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert
-	}
-	client, ca := read("front-proxy-client"), read(controlplane.FrontProxyCAName)
+	client, ca := readCert(t, dir, "front-proxy-client"), readCert(t, dir, controlplane.FrontProxyCAName)
 	if client.Subject.CommonName != "front-proxy-client" {
 		t.Errorf("front-proxy client CN %q, want front-proxy-client (the name --requestheader-allowed-names admits)", client.Subject.CommonName)
 	}
@@ -95,4 +73,22 @@ func TestFrontProxyClientHasACAOfItsOwn(t *testing.T) {
 	if ca.Equal(cluster.CACert) || client.CheckSignatureFrom(cluster.CACert) == nil {
 		t.Error("the front-proxy client is the cluster CA's: want a CA of its own")
 	}
+}
+
+// readCert reads dir/NAME.crt.
+func readCert(t *testing.T, dir, name string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("%s.crt: no PEM block", name)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }

@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/bzip2"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"kubelet-labs/hack/conformance/internal/images"
 )
 
 // Upstream's busybox 1.37.0, the version of the e2e image
@@ -103,7 +103,7 @@ func (l *Layout) BusyBox(progress io.Writer) (string, error) {
 // missing; a file that does not match the pinned hash is refused.
 func (l *Layout) busyboxTarball(progress io.Writer) (string, error) {
 	path := filepath.Join(l.BinDir, filepath.Base(busyboxURL))
-	if err := checkSHA256(path, busyboxSHA256); err == nil {
+	if err := images.CheckSHA256(path, busyboxSHA256); err == nil {
 		return path, nil
 	}
 	var errs []error
@@ -111,7 +111,7 @@ func (l *Layout) busyboxTarball(progress io.Writer) (string, error) {
 		fmt.Fprintf(progress, "downloading %s\n", url)
 		err := download(url, path+".tmp")
 		if err == nil {
-			err = checkSHA256(path+".tmp", busyboxSHA256)
+			err = images.CheckSHA256(path+".tmp", busyboxSHA256)
 		}
 		if err == nil {
 			return path, os.Rename(path+".tmp", path)
@@ -140,22 +140,6 @@ func download(url, to string) error {
 		err = cerr
 	}
 	return err
-}
-
-func checkSHA256(path, want string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%s: sha256 %s, want %s", path, got, want)
-	}
-	return nil
 }
 
 // untarBzip2 unpacks a .tar.bz2 into dir: regular files, folders and

@@ -134,7 +134,7 @@ func fetchDeb(cache string, d Deb, progress io.Writer) (string, error) {
 	}
 	debs := filepath.Join(cache, "debs")
 	deb := filepath.Join(debs, id+".deb")
-	if checkSHA256(deb, d.SHA256) != nil {
+	if CheckSHA256(deb, d.SHA256) != nil {
 		if err := os.MkdirAll(debs, 0o755); err != nil {
 			return "", err
 		}
@@ -153,7 +153,7 @@ func fetchDeb(cache string, d Deb, progress io.Writer) (string, error) {
 		if len(got) != 1 {
 			return "", fmt.Errorf("apt-get download %s=%s left %d .deb files, want 1", d.Name, d.Version, len(got))
 		}
-		if err := checkSHA256(got[0], d.SHA256); err != nil {
+		if err := CheckSHA256(got[0], d.SHA256); err != nil {
 			return "", fmt.Errorf("package %s=%s: %w", d.Name, d.Version, err)
 		}
 		if err := os.Rename(got[0], deb); err != nil {
@@ -176,7 +176,9 @@ func fetchDeb(cache string, d Deb, progress io.Writer) (string, error) {
 	return dir, os.Rename(tmp, dir)
 }
 
-func checkSHA256(file, want string) error {
+// CheckSHA256 is nil when file's sha256 is want (hex), else an error
+// naming both: what is downloaded once and built from is pinned.
+func CheckSHA256(file, want string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
