@@ -414,8 +414,13 @@ func (l *Layout) StartFor(ctx context.Context, o Options) (*Cluster, error) {
 		spec.Nodes = []NodeSpec{{Name: name, Runtime: rt}}
 	} else {
 		rts, err := FindRuntimes()
-		if err != nil {
-			return nil, err
+		if err != nil || len(rts) < FullClusterNodes {
+			// one command on a fresh machine: a full run is root's in a
+			// checkout root owns (RootOnly), so it may start the course's
+			// containerds itself, a node on each
+			if rts, err = l.startContainerds(o.Progress); err != nil {
+				return nil, err
+			}
 		}
 		for i := 0; i < FullClusterNodes; i++ {
 			spec.Nodes = append(spec.Nodes, NodeSpec{Name: fmt.Sprintf("%s-%d", name, i+1), Runtime: rts[i%len(rts)]})
@@ -437,4 +442,20 @@ func (l *Layout) StartFor(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	return l.StartCluster(ctx, spec, o.Progress)
+}
+
+// startContainerds runs scripts/containerd-up.sh --version 2.2,1.6 (as a
+// full run's root; it reuses a flavour already up) and finds them.
+func (l *Layout) startContainerds(progress io.Writer) ([]Runtime, error) {
+	if err := l.RootOnly(); err != nil {
+		return nil, err
+	}
+	up := filepath.Join(l.Repo, "scripts", "containerd-up.sh")
+	fmt.Fprintf(progress, "starting the course's containerd 2.2 and 1.6, a node on each: %s --version 2.2,1.6\n", up)
+	cmd := exec.Command(up, "--version", "2.2,1.6")
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s --version 2.2,1.6: %w", up, err)
+	}
+	return FindRuntimes()
 }
