@@ -49,10 +49,10 @@ build:
 ## .labs/conformance/runs/. SUITE=default (the node's 201 specs, one node),
 ## SUITE=certified (every [Conformance] spec, 446, as Sonobuoy's
 ## certified-conformance runs them) or SUITE=node (every [NodeConformance]
-## spec, 250): these two run as root on a full cluster — two lab 18 nodes
-## (on containerd 2.2 and 1.6 when both are up: containerd-up.sh --version
-## 2.2,1.6), kube-proxy and CoreDNS as their pods — [Serial] specs after
-## the rest, and write summary.md for BASELINE.md. FOCUS=regexp (instead of
+## spec, 250): these two run as root, in a checkout root owns, on a full
+## cluster — two lab 18 nodes on containerd 2.2 and 1.6 (started if they
+## are not up), kube-proxy and CoreDNS as their pods — [Serial] specs
+## after the rest, and write summary.md for BASELINE.md. FOCUS=regexp (instead of
 ## the selection), SKIP=regexp (more to skip), NODE=01 (lab 01's real
 ## kubelet; default suite only), PROCS=12 (parallel ginkgo processes).
 ## hack/conformance
