@@ -88,7 +88,13 @@ func (m *Manager) prepareSubPath(pod *v1.Pod, c *v1.Container, index int, volNam
 		if err != nil {
 			return "", err
 		}
-		if err := m.subpaths.SafeMakeDir(sub, volPath, fi.Mode().Perm()); err != nil {
+		// the volume's whole mode, as kubelet_pods.go:351-355 passes
+		// hostutil's GetMode (os.Stat's Mode()): setgid from fsGroup and a
+		// tmpfs root's sticky bit carry over to the new folder
+		// (SafeMakeDir chmods with it); Perm() alone dropped them, and
+		// "EmptyDir volumes when FSGroup is specified … nonexistent volume
+		// subPath" wants dgtrwxrwxrwx
+		if err := m.subpaths.SafeMakeDir(sub, volPath, fi.Mode()); err != nil {
 			m.log("volumes subPath %q of volume %q of container %s: %v", sub, volName, c.Name, err)
 			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", volName, c.Name)
 		}

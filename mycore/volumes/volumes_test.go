@@ -429,3 +429,33 @@ func TestUnsupportedVolumeIsRefusedByName(t *testing.T) {
 		t.Error("a pod UID with a slash was accepted")
 	}
 }
+
+// A missing subPath folder gets the volume's whole mode, as the kubelet
+// passes it (kubelet_pods.go:351-355, hostutil GetMode): an fsGroup's
+// setgid and a tmpfs root's sticky bit carry over ("EmptyDir volumes when
+// FSGroup is specified … nonexistent volume subPath" wants dgtrwxrwxrwx).
+func TestSubPathFolderKeepsTheVolumesMode(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	p := pod("u10", v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	c := &p.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{{Name: "cache", MountPath: "/data", SubPath: "new"}}
+	if err := e.m.SetUp(p); err != nil {
+		t.Fatal(err)
+	}
+	defer e.m.TearDown("u10")
+	vol := filepath.Join(e.dir, "u10", "volumes", "kubernetes.io~empty-dir", "cache")
+	if err := os.Chmod(vol, 0o777|os.ModeSetgid|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Mounts(p, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(vol, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().String(); got != "dgtrwxrwxrwx" {
+		t.Errorf("subPath folder mode %s, want dgtrwxrwxrwx (the volume's, setgid and sticky kept)", got)
+	}
+}
