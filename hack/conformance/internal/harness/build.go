@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"kubelet-labs/hack/conformance/internal/cachelock"
 	"kubelet-labs/internal/controlplane"
 )
 
@@ -83,15 +84,21 @@ func (l *Layout) Build(name string, progress io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !p.always {
-		if old, err := os.ReadFile(bin + ".key"); err == nil && string(old) == key {
-			if _, err := os.Stat(bin); err == nil {
-				return bin, nil
-			}
-		}
+	if !p.always && built(bin, key) {
+		return bin, nil
 	}
 	if err := os.MkdirAll(l.BinDir, 0o755); err != nil {
 		return "", err
+	}
+	// two test binaries may build the same program at once: one at a
+	// time, and the second finds the first one's
+	unlock, err := cachelock.Hold(bin)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if !p.always && built(bin, key) {
+		return bin, nil
 	}
 	start := time.Now()
 	fmt.Fprintf(progress, "building %s (%s)...\n", p.name, p.pkg)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"kubelet-labs/hack/conformance/internal/cachelock"
 	"kubelet-labs/hack/conformance/internal/images"
 )
 
@@ -49,13 +50,21 @@ func (l *Layout) BusyBox(progress io.Writer) (string, error) {
 		return "", fmt.Errorf("gcc --version: %w (busybox is built from source: install gcc, make and libc6-dev)", err)
 	}
 	key := fmt.Sprintf("%s\nCONFIG_STATIC=y\n%s", busyboxSHA256, firstLine(gcc))
-	if old, err := os.ReadFile(bin + ".key"); err == nil && string(old) == key {
-		if _, err := os.Stat(bin); err == nil {
-			return bin, nil
-		}
+	if built(bin, key) {
+		return bin, nil
 	}
 	if err := os.MkdirAll(l.BinDir, 0o755); err != nil {
 		return "", err
+	}
+	// one build at a time in this cache folder; the one before may have
+	// made it while this one waited
+	unlock, err := cachelock.Hold(bin)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if built(bin, key) {
+		return bin, nil
 	}
 	src, err := l.busyboxTarball(progress)
 	if err != nil {
@@ -64,6 +73,7 @@ func (l *Layout) BusyBox(progress io.Writer) (string, error) {
 	start := time.Now()
 	fmt.Fprintf(progress, "building busybox %s from source (about 2 minutes)...\n", busyboxVersion)
 	// A build cut short (a test's timeout) leaves its folder: gone now.
+	// (No other build is under way: this one holds the lock.)
 	if old, _ := filepath.Glob(filepath.Join(l.BinDir, "busybox-build-*")); len(old) > 0 {
 		for _, d := range old {
 			os.RemoveAll(d)
@@ -97,6 +107,16 @@ func (l *Layout) BusyBox(progress io.Writer) (string, error) {
 	}
 	fmt.Fprintf(progress, "built busybox %s in %s\n", busyboxVersion, time.Since(start).Round(time.Second))
 	return bin, os.WriteFile(bin+".key", []byte(key), 0o644)
+}
+
+// built says whether bin exists and was built from what key describes.
+func built(bin, key string) bool {
+	old, err := os.ReadFile(bin + ".key")
+	if err != nil || string(old) != key {
+		return false
+	}
+	_, err = os.Stat(bin)
+	return err == nil
 }
 
 // busyboxTarball is the source tarball in the cache folder, downloaded if

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -23,10 +22,7 @@ func (l *Layout) Cached(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if old, err := os.ReadFile(bin + ".key"); err != nil || string(old) != key {
-		return "", nil
-	}
-	if _, err := os.Stat(bin); err != nil {
+	if !built(bin, key) {
 		return "", nil
 	}
 	return bin, nil

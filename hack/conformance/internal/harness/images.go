@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"kubelet-labs/hack/conformance/internal/cachelock"
 	"kubelet-labs/hack/conformance/internal/images"
 	"kubelet-labs/hack/conformance/internal/ociimage"
 )
@@ -94,10 +95,16 @@ func (l *Layout) imageTar(spec images.Spec, progress io.Writer) (string, error) 
 		fmt.Fprintf(h, "%s %d %d\n", f, fi.Size(), fi.ModTime().UnixNano())
 	}
 	key := hex.EncodeToString(h.Sum(nil))
-	if old, err := os.ReadFile(tar + ".key"); err == nil && string(old) == key {
-		if _, err := os.Stat(tar); err == nil {
-			return tar, nil
-		}
+	if built(tar, key) {
+		return tar, nil
+	}
+	unlock, err := cachelock.Hold(tar)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if built(tar, key) {
+		return tar, nil
 	}
 	start := time.Now()
 	im, err := spec.Build()

@@ -24,6 +24,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"kubelet-labs/hack/conformance/internal/cachelock"
+
 	"kubelet-labs/hack/conformance/internal/ociimage"
 )
 
@@ -129,6 +131,19 @@ func fetchDeb(cache string, d Deb, progress io.Writer) (string, error) {
 	}
 	id := d.Name + "_" + d.SHA256[:16]
 	dir := filepath.Join(cache, "root", id)
+	if _, err := os.Stat(filepath.Join(dir, ".unpacked")); err == nil {
+		return dir, nil
+	}
+	// another process may be fetching the same package into this cache
+	// (go test runs test binaries side by side): one at a time
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := cachelock.Hold(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(dir, ".unpacked")); err == nil {
 		return dir, nil
 	}
