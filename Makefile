@@ -54,7 +54,8 @@ build:
 ## are not up), kube-proxy and CoreDNS as their pods — [Serial] specs
 ## after the rest, and write summary.md for BASELINE.md. FOCUS=regexp (instead of
 ## the selection), SKIP=regexp (more to skip), NODE=01 (lab 01's real
-## kubelet; default suite only), PROCS=12 (parallel ginkgo processes).
+## kubelet, one containerd per node), SOLVED=1 (lab 18 with its exercise
+## solved, from a patched copy), PROCS=12 (parallel ginkgo processes).
 ## hack/conformance
 conformance:
 	go run -C hack/conformance ./cmd/conformance

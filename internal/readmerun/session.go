@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 
+	"kubelet-labs/internal/checkout"
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/internal/testenv"
@@ -71,7 +72,7 @@ func NewSession(tb testing.TB, root, binDir string) *Session {
 	tb.Cleanup(func() { lock.Close() })
 	s := &Session{Dir: filepath.Join(dir, "kubelet-labs"), Timeout: 15 * time.Minute, RealPath: root, envFile: filepath.Join(dir, "env")}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	if err := testenv.CopyCheckout(root, s.Dir); err != nil {
+	if err := checkout.Copy(root, s.Dir); err != nil {
 		tb.Fatal(err)
 	}
 	bin := filepath.Join(s.Dir, ".labs", "bin")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"kubelet-labs/internal/checkout"
 	"kubelet-labs/internal/testenv"
 )
 
@@ -125,7 +126,7 @@ func TestExercisesFailUntilSolved(t *testing.T) {
 	})
 	t.Run("solved", func(t *testing.T) {
 		copyDir := t.TempDir()
-		if err := testenv.CopyCheckout(root, copyDir); err != nil {
+		if err := checkout.Copy(root, copyDir); err != nil {
 			t.Fatal(err)
 		}
 		for _, folder := range folders {

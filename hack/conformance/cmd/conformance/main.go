@@ -52,6 +52,7 @@ func main() {
 	flag.StringVar(&o.Node, "node", envOr("NODE", harness.NodeMyKubelet), "the node to test: 18 (lab 18, our kubelet) or 01 (lab 01, the real kubelet with the course's containerd as its CRI) ($NODE)")
 	flag.IntVar(&o.Procs, "procs", 12, "ginkgo processes running specs in parallel ($PROCS)")
 	flag.DurationVar(&o.Timeout, "timeout", 0, "give up on the specs after this long (default 2h; 6h for certified and node, Sonobuoy's default)")
+	flag.BoolVar(&o.Solved, "solved", false, "run lab 18 with its exercise solved: built from a copy of the checkout with solutions/18-mykubelet.patch applied ($SOLVED=1)")
 	flag.BoolVar(&o.DryRun, "dry-run", false, "only list the selected specs (no cluster, no node)")
 	// `make conformance FOCUS=... SKIP=... NODE=... PROCS=...`: make
 	// exports its command line's variables to the recipe, so they arrive
@@ -61,6 +62,14 @@ func main() {
 	}
 	if v := os.Getenv("SKIP"); v != "" {
 		skip = append(skip, v)
+	}
+	if v := os.Getenv("SOLVED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: SOLVED=%s: want 1 (lab 18's exercise solved) or 0\n", v)
+			os.Exit(2)
+		}
+		o.Solved = b
 	}
 	if v := os.Getenv("PROCS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -150,15 +159,19 @@ func run(o harness.Options) error {
 		fmt.Printf("list: %s\n", list)
 		return nil
 	}
+	node := "lab " + o.Node
+	if o.Solved {
+		node += ", its exercise solved (solutions/18-mykubelet.patch)"
+	}
 	var b strings.Builder
 	s.Print(&b)
-	fmt.Fprintf(&b, "suite %s; node: lab %s; %d ginkgo processes; wall time %s (build, images, cluster and run)\n", o.Suite, o.Node, o.Procs, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "suite %s; node: %s; %d ginkgo processes; wall time %s (build, images, cluster and run)\n", o.Suite, node, o.Procs, time.Since(start).Round(time.Second))
 	fmt.Print(b.String())
 	if err := os.WriteFile(filepath.Join(o.RunDir, "summary.txt"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "## Run %s: `make conformance SUITE=%s`, lab %s, %d processes\n\n", start.UTC().Format("2006-01-02 15:04 UTC"), o.Suite, o.Node, o.Procs)
+	fmt.Fprintf(&md, "## Run %s: `make conformance SUITE=%s`, %s, %d processes\n\n", start.UTC().Format("2006-01-02 15:04 UTC"), o.Suite, node, o.Procs)
 	s.Markdown(&md)
 	if err := os.WriteFile(filepath.Join(o.RunDir, "summary.md"), []byte(md.String()), 0o644); err != nil {
 		return err

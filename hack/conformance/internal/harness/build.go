@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kubelet-labs/hack/conformance/internal/cachelock"
+	"kubelet-labs/internal/checkout"
 	"kubelet-labs/internal/controlplane"
 )
 
@@ -36,6 +37,9 @@ type program struct {
 	// ownModule, when set, is built in a module of its own written for it
 	// (a program whose dependencies the nested module does not hold).
 	ownModule *ownModule
+	// solution, when set (inRepo programs), is a patch of solutions/
+	// applied to a copy of the checkout the program is built in.
+	solution string
 }
 
 func (l *Layout) programs() map[string]program {
@@ -69,6 +73,8 @@ func (l *Layout) programs() map[string]program {
 		"sample-apiserver": {name: "sample-apiserver", pkg: "k8s.io/sample-apiserver", flags: []string{"-ldflags", "-s -w"}},
 		"mykubelet":        {name: "mykubelet", pkg: "./labs/18-mykubelet", always: true, inRepo: true},
 		"fakenode":         {name: "fakenode", pkg: "./labs/01-fake-node", always: true, inRepo: true},
+		// lab 18 with its exercise solved (SOLVED=1)
+		"mykubelet-solved": {name: "mykubelet-solved", pkg: "./labs/18-mykubelet", always: true, inRepo: true, solution: "18-mykubelet.patch"},
 	}
 }
 
@@ -112,6 +118,11 @@ func (l *Layout) Build(name string, progress io.Writer) (string, error) {
 	cmd.Dir = l.Module
 	if p.inRepo {
 		cmd.Dir = l.Repo
+	}
+	if p.solution != "" {
+		if cmd.Dir, err = l.solvedCopy(p.name, p.solution); err != nil {
+			return "", err
+		}
 	}
 	cmd.Env = os.Environ()
 	if p.ownModule != nil {
@@ -221,4 +232,21 @@ func (l *Layout) writeOwnModule(name string, m ownModule) (string, error) {
 		}
 	}
 	return dir, os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
+}
+
+// solvedCopy writes <Dir>/src/NAME afresh: the checkout as git sees it,
+// with solutions/PATCH applied; it returns the folder.
+func (l *Layout) solvedCopy(name, patch string) (string, error) {
+	dir := filepath.Join(l.Dir, "src", name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := checkout.Copy(l.Repo, dir); err != nil {
+		return "", err
+	}
+	out, err := exec.Command("git", "-C", dir, "apply", "--whitespace=nowarn", filepath.Join(l.Repo, "solutions", patch)).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git apply solutions/%s (in a copy of the checkout): %v: %s", patch, err, bytes.TrimSpace(out))
+	}
+	return dir, nil
 }

@@ -63,6 +63,8 @@ type ClusterSpec struct {
 	Full bool
 	// RunDir receives the logs; the control plane's folder is in it.
 	RunDir string
+	// Solved: lab 18 with its exercise's solution (Options.Solved).
+	Solved bool
 }
 
 // NodeSpec is one node: its name and the containerd it runs pods on.
@@ -138,6 +140,9 @@ func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io
 	if len(spec.Nodes) == 0 {
 		return nil, errors.New("a cluster needs at least one node")
 	}
+	if spec.Solved && node != NodeMyKubelet {
+		return nil, fmt.Errorf("SOLVED=1 is lab 18's exercise solved: it needs NODE=%s, not NODE=%s", NodeMyKubelet, node)
+	}
 	if node == NodeRealKubelet {
 		// the real kubelet stops every pod of its runtime that it does not
 		// run itself (it lists all sandboxes, kuberuntime_container.go:628-639,
@@ -160,7 +165,11 @@ func (l *Layout) StartCluster(ctx context.Context, spec ClusterSpec, progress io
 	if err != nil {
 		return nil, err
 	}
-	nodeBin, err := l.Build(map[string]string{NodeMyKubelet: "mykubelet", NodeRealKubelet: "fakenode"}[node], progress)
+	program := map[string]string{NodeMyKubelet: "mykubelet", NodeRealKubelet: "fakenode"}[node]
+	if spec.Solved {
+		program = "mykubelet-solved"
+	}
+	nodeBin, err := l.Build(program, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +414,7 @@ func (l *Layout) StartFor(ctx context.Context, o Options) (*Cluster, error) {
 	if name == "" {
 		name = DefaultNodeName
 	}
-	spec := ClusterSpec{Node: o.Node, Full: o.full(), RunDir: o.RunDir}
+	spec := ClusterSpec{Node: o.Node, Full: o.full(), RunDir: o.RunDir, Solved: o.Solved}
 	if !spec.Full {
 		rt, err := FindRuntime()
 		if err != nil {

@@ -1,8 +1,11 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -26,5 +29,43 @@ func TestRealKubeletNodesNeedAContainerdEach(t *testing.T) {
 	_, err = l.StartCluster(context.Background(), ClusterSpec{Node: NodeRealKubelet, Full: true, Nodes: two[:1], RunDir: t.TempDir()}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "go.mod") {
 		t.Errorf("one lab 01 node in a full cluster: %v, want it past the node checks, to the build (no go.mod here)", err)
+	}
+}
+
+// TestSolvedIsLab18sAndBuildsFromAPatchedCopy: SOLVED=1 is lab 18's
+// exercise solved, so NODE=01 with it is refused before anything starts;
+// and the solved lab 18 is built from a copy of the checkout with
+// solutions/18-mykubelet.patch applied, the checkout itself untouched.
+func TestSolvedIsLab18sAndBuildsFromAPatchedCopy(t *testing.T) {
+	rt := Runtime{Sock: "/run/test/containerd.sock"}
+	l := &Layout{Module: t.TempDir(), BinDir: t.TempDir()}
+	_, err := l.StartCluster(context.Background(), ClusterSpec{Node: NodeRealKubelet, Solved: true, Nodes: []NodeSpec{{Name: "n-1", Runtime: rt}}, RunDir: t.TempDir()}, io.Discard)
+	if want := "SOLVED=1 is lab 18's exercise solved: it needs NODE=18"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("SOLVED=1 NODE=01: %v, want an error that starts %q", err, want)
+	}
+
+	repo, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = &Layout{Repo: repo, Dir: t.TempDir()}
+	dir, err := l.solvedCopy("mykubelet-solved", "18-mykubelet.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "mycore/mykubelet/deadline.go"
+	solved, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := os.ReadFile(filepath.Join(repo, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(solved), "time.Since(st.StartTime.Time)") {
+		t.Errorf("%s in the solved copy does not measure from the start time: the patch was not applied", file)
+	}
+	if bytes.Equal(solved, mine) {
+		t.Errorf("%s: the solved copy is the checkout's", file)
 	}
 }

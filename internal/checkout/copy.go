@@ -1,4 +1,7 @@
-package testenv
+// Package checkout copies a checkout of this repository as git sees it:
+// what a test or a tool changes in the copy (a solution patch applied, a
+// learner's typed commands) never touches the learner's own files.
+package checkout
 
 import (
 	"errors"
@@ -9,9 +12,9 @@ import (
 	"strings"
 )
 
-// CopyCheckout copies the files git knows of (tracked, and untracked but not
+// Copy copies the files git knows of (tracked, and untracked but not
 // ignored) from root to dst.
-func CopyCheckout(root, dst string) error {
+func Copy(root, dst string) error {
 	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		return fmt.Errorf("git ls-files in %s: %w", root, err)
