@@ -78,11 +78,6 @@ func FlavourEnvFile(flavour string) (string, error) {
 	return containerdPath(flavour, "env"), nil
 }
 
-// DefaultSocket is where the up script puts the default flavour's socket.
-func DefaultSocket() (string, error) {
-	return containerdPath(DefaultFlavour, "containerd.sock"), nil
-}
-
 // Load finds the runtime the labs use: the default env file if
 // containerd-up.sh wrote one, else the default flavour's socket path in
 // root's tree. CONTAINER_RUNTIME_ENDPOINT, when set, wins over both (a flag

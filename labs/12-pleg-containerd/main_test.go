@@ -340,7 +340,7 @@ func TestNoRuntime(t *testing.T) {
 	o := labnode.Defaults("12-pleg-containerd", "lab-node-12x")
 	o.Runtime = labruntime.Flags{Kind: labruntime.Containerd, Endpoint: "unix://" + t.TempDir() + "/none.sock"}
 	err := run(context.Background(), o, labenv.NewPrinter(io.Discard), nil)
-	if err == nil || !strings.Contains(err.Error(), cri.UpHint) {
-		t.Fatalf("want an error naming %q, got %v", cri.UpHint, err)
+	if err == nil || !strings.Contains(err.Error(), labruntime.UpHint) {
+		t.Fatalf("want an error naming %q, got %v", labruntime.UpHint, err)
 	}
 }

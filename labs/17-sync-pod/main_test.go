@@ -538,7 +538,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown runtime", func(o *labnode.Options) { o.Runtime.Kind = "docker" }, `--runtime "docker"`},
-		{"no containerd", func(o *labnode.Options) { o.Runtime.Endpoint = "unix://" + t.TempDir() + "/none.sock" }, cri.UpHint},
+		{"no containerd", func(o *labnode.Options) { o.Runtime.Endpoint = "unix://" + t.TempDir() + "/none.sock" }, labruntime.UpHint},
 		{"back-off max below initial", func(o *labnode.Options) { o.Kubelet.BackOffMax = time.Millisecond }, "--backoff-max"},
 		{"bad node name", func(o *labnode.Options) { o.Name = "../x" }, "is not a valid Node name"},
 	} {

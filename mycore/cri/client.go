@@ -25,12 +25,11 @@ type Client struct {
 	Endpoint string
 	Runtime  internalapi.RuntimeService
 	Images   internalapi.ImageManagerService
-	logger   logr.Logger
 }
 
 type options struct {
-	timeout time.Duration
-	logger  *logr.Logger
+	timeout   time.Duration
+	startHint string
 }
 
 // Option changes how Dial connects.
@@ -40,10 +39,13 @@ type Option func(*options)
 // in the kubelet's client).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
-// WithLogger gives the kubelet client a logger. By default its logs are
-// dropped: it logs every failed call at error level, and the errors this
-// package returns already say what went wrong.
-func WithLogger(l logr.Logger) Option { return func(o *options) { o.logger = &l } }
+// WithStartHint names the command that starts the runtime at endpoint
+// (e.g. an installer's): a DialError for a runtime that is not there, or
+// whose socket is another user's, then ends with it ("start it with: …").
+// This package knows no such command — how a runtime gets started is its
+// user's business — so without one the error says what is wrong, not what
+// to run.
+func WithStartHint(cmd string) Option { return func(o *options) { o.startHint = cmd } }
 
 // Dial connects to endpoint ("unix:///path" or a bare socket path) and
 // checks that it serves CRI v1, the way the kubelet does at start-up:
@@ -55,10 +57,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Client{Endpoint: NormalizeEndpoint(endpoint), logger: logr.Discard()}
-	if o.logger != nil {
-		c.logger = *o.logger
-	}
+	c := &Client{Endpoint: NormalizeEndpoint(endpoint)}
 
 	// Look before dialing: a missing socket is the common case (containerd
 	// not started) and os.Stat says so precisely and instantly.
@@ -73,7 +72,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 	{
 		fi, err := os.Stat(sock)
 		if err != nil {
-			return nil, explain(c.Endpoint, err)
+			return nil, explain(c.Endpoint, err, o.startHint)
 		}
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, &DialError{Endpoint: c.Endpoint, Kind: ErrNotReachable,
@@ -86,12 +85,12 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 	// kubelet's default while the CRIListStreaming feature gate is off.
 	rs, err := remote.NewRemoteRuntimeService(ctx, c.Endpoint, o.timeout, nil, false)
 	if err != nil {
-		return nil, explain(c.Endpoint, err)
+		return nil, explain(c.Endpoint, err, o.startHint)
 	}
 	is, err := remote.NewRemoteImageService(ctx, c.Endpoint, o.timeout, nil, false)
 	if err != nil {
 		_ = rs.Close(ctx)
-		return nil, explain(c.Endpoint, err)
+		return nil, explain(c.Endpoint, err, o.startHint)
 	}
 	c.Runtime, c.Images = rs, is
 	return c, nil
@@ -107,8 +106,10 @@ func (c *Client) Close() error {
 // Runtime or Images directly (mycore/plegruntime does).
 func (c *Client) Context(ctx context.Context) context.Context { return c.ctx(ctx) }
 
-// ctx carries our logger into the kubelet client, which takes its logger
-// from the context (klog.FromContext) on every call.
+// ctx gives the kubelet client, which takes its logger from the context
+// (klog.FromContext) on every call, one that drops everything: it logs
+// every failed call at error level, and the errors this package returns
+// already say what went wrong.
 func (c *Client) ctx(ctx context.Context) context.Context {
-	return klog.NewContext(ctx, c.logger)
+	return klog.NewContext(ctx, logr.Discard())
 }

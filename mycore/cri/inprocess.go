@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -40,7 +39,6 @@ func InProcess(name string, rs runtimeapi.RuntimeServiceServer, is runtimeapi.Im
 		Endpoint: "in-process://" + name,
 		Runtime:  &inProcessRuntime{s: rs, timeout: DefaultTimeout},
 		Images:   &inProcessImages{s: is, timeout: DefaultTimeout},
-		logger:   logr.Discard(),
 	}
 }
 

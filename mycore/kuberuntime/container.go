@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -16,7 +15,6 @@ import (
 	kubekr "k8s.io/kubernetes/pkg/kubelet/kuberuntime"
 
 	"kubelet-labs/mycore/cri"
-	"kubelet-labs/mycore/journal"
 )
 
 // PodIPs is what a container's environment may refer to besides the pod
@@ -99,14 +97,14 @@ func IsConfigError(err error) bool {
 // The restart count is the last instance's plus one (:222-227): the
 // runtime's annotations remember it, not the kubelet.
 func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, podStatus *kubecontainer.PodStatus, ips PodIPs) (string, error) {
-	if err := m.ensureImageWithEvents(ctx, pod, c); err != nil {
+	if err := m.ensureContainerImage(ctx, pod, c); err != nil {
 		return "", err
 	}
 	restartCount := 0
 	if last := podStatus.FindContainerStatusByName(c.Name); last != nil {
 		restartCount = last.RestartCount + 1
 	}
-	user, err := m.imageUser(ctx, c.Image)
+	user, err := m.imageUser(ctx, podAbout(pod).of(c.Name), c.Image)
 	if err != nil {
 		return "", configError{err}
 	}
@@ -126,39 +124,29 @@ func (m *Manager) StartContainer(ctx context.Context, sandboxID string, sandboxC
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return "", fmt.Errorf("container log folder: %w", err)
 	}
-	cctx := m.cri.Context(ctx)
-	start := time.Now()
-	id, err := m.cri.Runtime.CreateContainer(cctx, sandboxID, cfg, sandboxCfg)
+	on := podAbout(pod).of(c.Name)
+	id, err := m.cri.CreateContainer(ctx, on, sandboxID, cfg, sandboxCfg)
 	if err != nil {
 		m.recordContainerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", grpcMessage(err))
 		return "", fmt.Errorf("CreateContainer %s: %w", c.Name, err)
 	}
 	m.recordContainerEvent(pod, c, id, v1.EventTypeNormal, events.CreatedContainer, "Container created")
-	if err := m.cri.Runtime.StartContainer(cctx, id); err != nil {
+	// The pair's line, as the kubelet's startContainer makes the two calls
+	// for one step.
+	on = on.saying("CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
+	if err := m.cri.StartContainer(ctx, on, id); err != nil {
 		m.recordContainerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToStartContainer, "Error: %v", grpcMessage(err))
 		return id, fmt.Errorf("StartContainer %s: %w", c.Name, err)
 	}
 	m.recordContainerEvent(pod, c, id, v1.EventTypeNormal, events.StartedContainer, "Container started")
-	m.say(podCall(pod, "CreateContainer+StartContainer", c.Name, time.Since(start)), "CRI CreateContainer + StartContainer %s/%s %s (restartCount %d) → %s", pod.Name, c.Name, c.Image, restartCount, cri.ShortID(id))
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		return id, m.runPostStart(ctx, pod, c, id)
 	}
 	return id, nil
 }
 
-// EnsureImage is the image manager's EnsureImageExists with the
-// IfNotPresent policy: pull only what the runtime does not have. The
-// course's runtimes have no registry to pull from, so a missing image is an
-// error that names it.
-func (m *Manager) EnsureImage(ctx context.Context, image string) error {
-	ok, err := m.cri.HasImage(ctx, image)
-	if err != nil || ok {
-		return err
-	}
-	start := time.Now()
-	if _, err := m.cri.Images.PullImage(m.cri.Context(ctx), &runtimeapi.ImageSpec{Image: image}, nil, nil); err != nil {
-		return fmt.Errorf("image %s is not in the runtime and pulling it failed: %w", image, err)
-	}
-	m.say(journal.Entry{Kind: journal.CRI, Call: "PullImage", Took: time.Since(start)}, "CRI PullImage %s", image)
-	return nil
+// hasImage reports whether the runtime has image (ImageStatus).
+func (m *Manager) hasImage(ctx context.Context, a about, image string) (bool, error) {
+	img, err := m.cri.ImageStatus(ctx, a, image)
+	return img != nil, err
 }

@@ -5,6 +5,10 @@
 // under its root folder; line numbers in comments refer to that package at
 // v1.36.3 unless another file is named.
 //
+//   - door.go: the one way to the runtime. Every CRI call goes through
+//     it and is published on the journal (mycore/journal) as a CRI entry
+//     of the pod it is about, with its latency — upstream's
+//     instrumented_services.go, which records the same for its metrics.
 //   - sandbox.go, container.go, labels.go: a v1.Pod becomes CRI requests —
 //     RunPodSandbox, then CreateContainer + StartContainer per container —
 //     with the labels and annotations the kubelet writes, so the pod cache

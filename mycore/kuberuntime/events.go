@@ -1,10 +1,8 @@
 package kuberuntime
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	grpcstatus "google.golang.org/grpc/status"
 
@@ -12,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	_ "k8s.io/kubernetes/pkg/apis/core/install" // v1.Pod's kind in legacyscheme, for GenerateContainerRef
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	"k8s.io/kubernetes/pkg/kubelet/events"
 )
 
 // recordContainerEvent is recordContainerEvent (kuberuntime_container.go:85):
@@ -52,28 +49,4 @@ func grpcMessage(err error) string {
 		return s.Message()
 	}
 	return err.Error()
-}
-
-// ensureImageWithEvents is EnsureImage with the image manager's events
-// (pkg/kubelet/images/image_manager.go:243-260, :355, :374): Pulled when
-// the runtime has the image — in the words of the
-// KubeletEnsureSecretPulledImages feature, beta and on in 1.36, whose
-// check our node does not make: every image is local here — else Pulling,
-// then Pulled or Failed.
-func (m *Manager) ensureImageWithEvents(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
-	ok, err := m.cri.HasImage(ctx, c.Image)
-	if err == nil && ok {
-		m.recordContainerEvent(pod, c, "", v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", c.Image)
-		return nil
-	}
-	if err == nil {
-		m.recordContainerEvent(pod, c, "", v1.EventTypeNormal, events.PullingImage, "Pulling image %q", c.Image)
-		start := time.Now()
-		if err = m.EnsureImage(ctx, c.Image); err == nil {
-			m.recordContainerEvent(pod, c, "", v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond))
-			return nil
-		}
-	}
-	m.recordContainerEvent(pod, c, "", v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", c.Image, grpcMessage(err))
-	return err
 }

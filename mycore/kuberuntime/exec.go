@@ -16,6 +16,8 @@ var _ kubecontainer.CommandRunner = (*Manager)(nil)
 // cri-client's ErrCommandTimedOut. A non-zero exit is an error that
 // carries the code (utilexec.CodeExitError) — the exec prober reads it.
 func (m *Manager) RunInContainer(ctx context.Context, id kubecontainer.ContainerID, cmd []string, timeout time.Duration) ([]byte, error) {
-	stdout, stderr, err := m.cri.Runtime.ExecSync(m.cri.Context(ctx), id.ID, cmd, timeout)
+	// The pod is whatever ctx says (a hook's, withAbout): the prober calls
+	// through this interface with none, so its probes are the node's.
+	stdout, stderr, err := m.cri.ExecSync(ctx, aboutIn(ctx), id.ID, cmd, timeout)
 	return append(stdout, stderr...), err
 }

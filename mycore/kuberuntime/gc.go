@@ -128,11 +128,12 @@ type deadContainer struct {
 	created  time.Time
 	unknown  bool // state UNKNOWN: may still run, so kill before removing
 	podUID   types.UID
+	about    about // its pod and name, from its labels
 }
 
 // evictContainers is :192-273.
 func (g *gc) evictContainers(ctx context.Context) {
-	all, err := g.m.cri.Runtime.ListContainers(g.m.cri.Context(ctx), &runtimeapi.ContainerFilter{LabelSelector: g.o.Selector})
+	all, err := g.m.cri.ListContainers(ctx, onNode, &runtimeapi.ContainerFilter{LabelSelector: g.o.Selector})
 	if err != nil {
 		g.fail(fmt.Errorf("ListContainers: %w", err))
 		return
@@ -150,7 +151,7 @@ func (g *gc) evictContainers(ctx context.Context) {
 		}
 		d := deadContainer{id: c.Id, name: c.GetMetadata().GetName(), created: created,
 			unknown: c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN,
-			podUID:  types.UID(c.Labels[kubetypes.KubernetesPodUIDLabel])}
+			podUID:  types.UID(c.Labels[kubetypes.KubernetesPodUIDLabel]), about: labelsAbout(c.Labels)}
 		k := unit{d.podUID, d.name}
 		units[k] = append(units[k], d)
 	}
@@ -211,7 +212,7 @@ func (g *gc) removeOldest(ctx context.Context, cs []deadContainer, n int) []dead
 				continue
 			}
 		}
-		if err := g.m.removeContainer(ctx, c.id); err != nil {
+		if err := g.m.removeContainer(ctx, c.about, c.id); err != nil {
 			g.fail(err)
 			continue
 		}
@@ -222,9 +223,9 @@ func (g *gc) removeOldest(ctx context.Context, cs []deadContainer, n int) []dead
 
 // removeContainer is removeContainer (kuberuntime_container.go:1381-1426):
 // the container's log first — the runtime writes it, but only the kubelet
-// deletes it — then the container. Gone already is fine.
-func (m *Manager) removeContainer(ctx context.Context, id string) error {
-	st, err := m.cri.ContainerStatus(ctx, id)
+// deletes it — then the container. Gone already is fine. a names its pod.
+func (m *Manager) removeContainer(ctx context.Context, a about, id string) error {
+	st, err := m.cri.ContainerStatus(ctx, a, id)
 	switch {
 	case isNotFound(err):
 		return nil
@@ -240,23 +241,22 @@ func (m *Manager) removeContainer(ctx context.Context, id string) error {
 			}
 		}
 	}
-	if err := m.cri.Runtime.RemoveContainer(m.cri.Context(ctx), id); err != nil && !isNotFound(err) {
+	a = a.saying("CRI RemoveContainer %s/%s %s (and its log)", st.GetLabels()[kubetypes.KubernetesPodNameLabel], st.GetMetadata().GetName(), cri.ShortID(id))
+	if err := m.cri.RemoveContainer(ctx, a, id); err != nil && !isNotFound(err) {
 		return fmt.Errorf("RemoveContainer %s: %w", cri.ShortID(id), err)
 	}
-	m.log("CRI RemoveContainer %s/%s %s (and its log)", st.GetLabels()[kubetypes.KubernetesPodNameLabel], st.GetMetadata().GetName(), cri.ShortID(id))
 	return nil
 }
 
 // evictSandboxes is :281-326 with removeOldestNSandboxes and removeSandbox
 // (:161-188).
 func (g *gc) evictSandboxes(ctx context.Context) {
-	cctx := g.m.cri.Context(ctx)
-	containers, err := g.m.cri.Runtime.ListContainers(cctx, &runtimeapi.ContainerFilter{LabelSelector: g.o.Selector})
+	containers, err := g.m.cri.ListContainers(ctx, onNode, &runtimeapi.ContainerFilter{LabelSelector: g.o.Selector})
 	if err != nil {
 		g.fail(fmt.Errorf("ListContainers: %w", err))
 		return
 	}
-	sandboxes, err := g.m.cri.Runtime.ListPodSandbox(cctx, &runtimeapi.PodSandboxFilter{LabelSelector: g.o.Selector})
+	sandboxes, err := g.m.cri.ListPodSandbox(ctx, onNode, &runtimeapi.PodSandboxFilter{LabelSelector: g.o.Selector})
 	if err != nil {
 		g.fail(fmt.Errorf("ListPodSandbox: %w", err))
 		return
@@ -281,15 +281,16 @@ func (g *gc) evictSandboxes(ctx context.Context) {
 				continue // active
 			}
 			// StopPodSandbox first, in case nobody did (:176-182).
-			if err := g.m.cri.Runtime.StopPodSandbox(cctx, s.Id); err != nil && !isNotFound(err) {
+			on := sandboxAbout(s.GetMetadata())
+			if err := g.m.cri.StopPodSandbox(ctx, on, s.Id); err != nil && !isNotFound(err) {
 				g.fail(fmt.Errorf("StopPodSandbox %s before removing it: %w", cri.ShortID(s.Id), err))
 				continue
 			}
-			if err := g.m.cri.Runtime.RemovePodSandbox(cctx, s.Id); err != nil && !isNotFound(err) {
+			on = on.saying("CRI RemovePodSandbox %s/%s %s", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), cri.ShortID(s.Id))
+			if err := g.m.cri.RemovePodSandbox(ctx, on, s.Id); err != nil && !isNotFound(err) {
 				g.fail(fmt.Errorf("RemovePodSandbox %s: %w", cri.ShortID(s.Id), err))
 				continue
 			}
-			g.m.log("CRI RemovePodSandbox %s/%s %s", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName(), cri.ShortID(s.Id))
 			g.res.Sandboxes = append(g.res.Sandboxes, s.Id)
 		}
 	}

@@ -120,17 +120,20 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id kubecontain
 		steps += fmt.Sprintf(", raised to the %ds minimum", grace)
 	}
 
-	m.say(podCall(pod, "StopContainer", name, 0), "CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps)
-	start := time.Now()
-	err := m.cri.Runtime.StopContainer(m.cri.Context(ctx), id.ID, grace)
+	on := podAbout(pod).of(name).
+		announce("CRI StopContainer %s/%s %s timeout=%ds (%s)", pod.Name, name, cri.ShortID(id.ID), grace, steps).
+		said(func(r returned) string {
+			if r.err != nil {
+				return ""
+			}
+			return fmt.Sprintf("  %s/%s stopped after %.3fs", pod.Name, name, r.took.Seconds())
+		})
+	err := m.cri.StopContainer(ctx, on, id.ID, grace)
 	switch {
 	case isNotFound(err):
 		m.log("  %s/%s %s is already gone (NotFound counts as stopped)", pod.Name, name, cri.ShortID(id.ID))
 	case err != nil:
 		return fmt.Errorf("StopContainer %s (grace %ds): %w", name, grace, err)
-	default:
-		took := time.Since(start)
-		m.say(podCall(pod, "StopContainer", name, took), "  %s/%s stopped after %.3fs", pod.Name, name, took.Seconds())
 	}
 	if ordering != nil {
 		ordering.containerTerminated(name)
@@ -147,17 +150,12 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, runningPod kubeconta
 	return r.Error()
 }
 
-// stopSandbox is one CRI StopPodSandbox, with its line in the journal
-// when it succeeds or finds the sandbox gone. The runtime kills what
+// stopSandbox is one CRI StopPodSandbox, with its printed line when it
+// succeeds or finds the sandbox gone. The runtime kills what
 // still runs in the sandbox and tears the pod's network down (CNI DEL).
 // The error is the runtime's, NotFound included: what it means is
 // KillPodWithSyncResult's call.
 func (m *Manager) stopSandbox(ctx context.Context, runningPod kubecontainer.Pod, id string) error {
-	start := time.Now()
-	err := m.cri.Runtime.StopPodSandbox(m.cri.Context(ctx), id)
-	if err == nil || isNotFound(err) {
-		m.say(criCall(runningPod.Namespace, runningPod.Name, string(runningPod.ID), "StopPodSandbox", "", time.Since(start)),
-			"CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(id))
-	}
-	return err
+	return m.cri.StopPodSandbox(ctx, runningPodAbout(runningPod).
+		saying("CRI StopPodSandbox %s/%s %s (containers stopped first; the runtime tears down the network)", runningPod.Namespace, runningPod.Name, cri.ShortID(id)), id)
 }

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/events"
+	utilexec "k8s.io/utils/exec"
 
 	"kubelet-labs/mycore/cri"
 )
@@ -36,10 +37,10 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.
 	case h.Exec != nil:
 		// lifecycle/handlers.go:83 passes timeout 0 (none); ours is the
 		// grace period, so the runtime ends the hook when it runs out.
-		var res cri.ExecResult
-		res, err = m.cri.Exec(ctx, id.ID, h.Exec.Command, budget)
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit code %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+		var stdout, stderr []byte
+		stdout, stderr, err = m.cri.ExecSync(ctx, podAbout(pod).of(c.Name), id.ID, h.Exec.Command, budget)
+		if exit := (utilexec.CodeExitError{}); errors.As(err, &exit) {
+			err = fmt.Errorf("exit code %d: %s%s", exit.ExitStatus(), stdout, stderr)
 		}
 	case h.Sleep != nil:
 		// runSleepHandler (lifecycle/handlers.go:113)
@@ -53,7 +54,7 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, id kubecontainer.
 	default:
 		// httpGet: upstream's handler runner (hooks.go), to the pod's IP.
 		var msg string
-		if msg, err = m.hooks.Run(ctx, id, pod, c, h); err != nil && msg != "" {
+		if msg, err = m.hooks.Run(withAbout(ctx, podAbout(pod).of(c.Name)), id, pod, c, h); err != nil && msg != "" {
 			err = errors.New(msg)
 		}
 	}

@@ -21,7 +21,8 @@ import (
 // container — labels name the pod, annotations carry the grace periods and
 // the preStop hook. The result is not a full spec: only what killing needs.
 func (m *Manager) restoreSpecs(ctx context.Context, id string) (*v1.Pod, *v1.Container, error) {
-	s, err := m.cri.ContainerStatus(ctx, id)
+	// About no pod: which one is what this call finds out.
+	s, err := m.cri.ContainerStatus(ctx, onNode, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ContainerStatus %s (to read back its pod's grace period): %w", cri.ShortID(id), err)
 	}

@@ -15,7 +15,9 @@ import (
 // workers: it keeps no per-pod state (the runtime and its labels are the
 // state, as for the kubelet).
 type Manager struct {
-	cri         *cri.Client
+	// cri is the only way to the runtime (door.go): it records each call
+	// on the journal. The Manager keeps no client that could go around it.
+	cri         *criDoor
 	podLogsDir  string
 	podsDir     string
 	volumes     VolumeMounter
@@ -35,6 +37,8 @@ type Manager struct {
 	// dns gives each sandbox its resolv.conf and holds the cluster domain
 	// (dns.go).
 	dns *dns.Configurer
+	// pulls is the image pulls' back-off (imagepull.go).
+	pulls *imagePulls
 }
 
 // Options configure a Manager.
@@ -68,9 +72,10 @@ type Options struct {
 	// MemoryCapacity is the node's memory in bytes, for the containers'
 	// oom_score_adj (resources.go); 0: this machine's.
 	MemoryCapacity int64
-	// Journal, if set, gets one entry per CRI call that changes something
-	// (with its latency), each computePodActions decision and each
-	// crash-loop back-off; Log, if Journal is nil, gets the same as lines.
+	// Journal, if set, gets one entry per CRI call (with its pod and its
+	// latency; those that change something also print a line), each
+	// computePodActions decision and each crash-loop back-off; Log, if
+	// Journal is nil, gets the printed lines.
 	Journal *journal.Bus
 	Log     func(format string, args ...any)
 	// Liveness and Startup are the prober's results: a container whose
@@ -101,17 +106,16 @@ type Options struct {
 
 // New returns a Manager over c.
 func New(c *cri.Client, o Options) *Manager {
-	m := &Manager{cri: c, podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, journal: journal.Or(o.Journal, o.Log), liveness: o.Liveness, startup: o.Startup}
+	m := &Manager{podLogsDir: o.PodLogsDir, podsDir: o.PodsDir, volumes: o.Volumes, seccompRoot: o.SeccompProfileRoot, labels: o.Labels, env: o.Env, memCapacity: o.MemoryCapacity, journal: journal.Or(o.Journal, o.Log), liveness: o.Liveness, startup: o.Startup}
 	m.recorder = o.Recorder
 	m.dns = newDNSConfigurer(o)
+	m.pulls = newImagePulls()
+	m.cri = newCRIDoor(c, m.journal)
 	if c != nil { // nil: a Manager that only computes (actions_test.go)
-		m.hooks = newHookRunner(m, c, o.Labels, o.Recorder)
+		m.hooks = newHookRunner(m, o.Recorder)
 	}
 	return m
 }
-
-// CRI is the client the Manager calls.
-func (m *Manager) CRI() *cri.Client { return m.cri }
 
 // isNotFound: the object is already gone, which for a stop or remove is
 // success (containerd 1.6 says NotFound, newer runtimes say nothing).

@@ -121,13 +121,13 @@ func (m *Manager) resizeInPlace(ctx context.Context, pod *v1.Pod, toUpdate []Con
 	for _, u := range order {
 		c := &pod.Spec.Containers[u.Index]
 		res := m.containerResources(pod, c)
-		if err := m.cri.Runtime.UpdateContainerResources(m.cri.Context(ctx), u.ID.ID, &runtimeapi.ContainerResources{Linux: res}); err != nil {
+		on := podAbout(pod).of(c.Name).saying("CRI UpdateContainerResources %s/%s %s: cpu shares %d, quota %d/%d, memory limit %d",
+			pod.Name, c.Name, cri.ShortID(u.ID.ID), res.CpuShares, res.CpuQuota, res.CpuPeriod, res.MemoryLimitInBytes)
+		if err := m.cri.UpdateContainerResources(ctx, on, u.ID.ID, &runtimeapi.ContainerResources{Linux: res}); err != nil {
 			// Stop here: the next sync computes what is left and tries again.
 			r.Fail(kubecontainer.ErrResizePodInPlace, fmt.Sprintf("UpdateContainerResources %s: %v", c.Name, grpcMessage(err)))
 			return r
 		}
-		m.log("CRI UpdateContainerResources %s/%s %s: cpu shares %d, quota %d/%d, memory limit %d",
-			pod.Name, c.Name, cri.ShortID(u.ID.ID), res.CpuShares, res.CpuQuota, res.CpuPeriod, res.MemoryLimitInBytes)
 	}
 	return r
 }

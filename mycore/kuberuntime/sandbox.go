@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
@@ -104,13 +103,15 @@ func (m *Manager) CreateSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("pod log folder: %w", err)
 	}
-	// "" handler: the runtime's default (runc); a RuntimeClass would name another.
-	start := time.Now()
-	id, err := m.cri.Runtime.RunPodSandbox(m.cri.Context(ctx), cfg, "")
+	id, err := m.cri.RunPodSandbox(ctx, podAbout(pod).said(func(r returned) string {
+		if r.err != nil {
+			return ""
+		}
+		return fmt.Sprintf("CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(r.id))
+	}), cfg)
 	if err != nil {
 		return "", fmt.Errorf("RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	m.say(podCall(pod, "RunPodSandbox", "", time.Since(start)), "CRI RunPodSandbox %s/%s attempt %d → %s", pod.Namespace, pod.Name, attempt, cri.ShortID(id))
 	return id, nil
 }
 

@@ -32,12 +32,12 @@ type ImageUser struct {
 }
 
 // imageUser is getImageUser (helpers.go:148-168).
-func (m *Manager) imageUser(ctx context.Context, image string) (ImageUser, error) {
-	resp, err := m.cri.Images.ImageStatus(m.cri.Context(ctx), &runtimeapi.ImageSpec{Image: image}, false)
+func (m *Manager) imageUser(ctx context.Context, a about, image string) (ImageUser, error) {
+	img, err := m.cri.ImageStatus(ctx, a, image)
 	if err != nil {
 		return ImageUser{}, fmt.Errorf("ImageStatus %s (for the image's user): %w", image, err)
 	}
-	if img := resp.GetImage(); img != nil {
+	if img != nil {
 		if img.Uid != nil {
 			uid := img.Uid.Value
 			return ImageUser{UID: &uid}, nil
@@ -176,7 +176,7 @@ func supplementalGroups(psc *v1.PodSecurityContext) ([]int64, runtimeapi.Supplem
 // drops it, and the container would get the image's groups besides the
 // pod's — the Merge the pod refused.
 func (m *Manager) RuntimeFeatures(ctx context.Context) (*kubecontainer.RuntimeFeatures, error) {
-	resp, err := m.cri.Runtime.Status(m.cri.Context(ctx), false)
+	resp, err := m.cri.Status(ctx, onNode)
 	if err != nil {
 		return nil, fmt.Errorf("CRI Status: %w", err)
 	}
@@ -255,10 +255,13 @@ func seLinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
 // container does not start and its status says why.
 func unsupportedSecurity(pod *v1.Pod, c *v1.Container) error {
 	var set []string
+	// windowsOptions are not refused: they are Windows's, and a Linux
+	// kubelet never reads them (the sandbox's Windows config is made only
+	// when runtime.GOOS == "windows", kuberuntime_sandbox.go:144-150, and
+	// the container's in kuberuntime_container_windows.go, built for
+	// Windows only). Upstream's e2e registry pod sets them on every OS
+	// (test/e2e/framework/registry/registry.go:126-129).
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.WindowsOptions != nil {
-			set = append(set, "spec.securityContext.windowsOptions")
-		}
 		if psc.AppArmorProfile != nil {
 			set = append(set, "spec.securityContext.appArmorProfile")
 		}
@@ -267,9 +270,6 @@ func unsupportedSecurity(pod *v1.Pod, c *v1.Container) error {
 		set = append(set, "spec.hostUsers: false (a user namespace)")
 	}
 	if csc := c.SecurityContext; csc != nil {
-		if csc.WindowsOptions != nil {
-			set = append(set, "securityContext.windowsOptions")
-		}
 		if csc.AppArmorProfile != nil {
 			set = append(set, "securityContext.appArmorProfile")
 		}

@@ -192,8 +192,6 @@ func TestUnsupportedSecurityContextRefused(t *testing.T) {
 			p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "app": "runtime/default"}
 		}, "AppArmor annotation"},
 		{"procMount Unmasked", nil, &v1.SecurityContext{ProcMount: &unmasked}, nil, "procMount: Unmasked"},
-		{"pod windowsOptions", &v1.PodSecurityContext{WindowsOptions: &v1.WindowsSecurityContextOptions{}}, nil, nil, "windowsOptions"},
-		{"container windowsOptions", nil, &v1.SecurityContext{WindowsOptions: &v1.WindowsSecurityContextOptions{}}, nil, "windowsOptions"},
 		{"hostUsers false", nil, nil, func(p *v1.Pod) { p.Spec.HostUsers = boolp(false) }, "hostUsers"},
 		{"unknown supplementalGroupsPolicy", &v1.PodSecurityContext{SupplementalGroupsPolicy: func() *v1.SupplementalGroupsPolicy { p := v1.SupplementalGroupsPolicy("Loose"); return &p }()}, nil, nil, "supplementalGroupsPolicy"},
 	} {
@@ -209,6 +207,26 @@ func TestUnsupportedSecurityContextRefused(t *testing.T) {
 		})
 	}
 }
+
+// windowsOptions are Windows's: a Linux kubelet ignores them
+// (kuberuntime_sandbox.go:144-150), it does not refuse the pod. The e2e
+// suite's registry pod (test/e2e/framework/registry/registry.go:126-129)
+// sets them, with hostProcess, on every OS; a node that refused them
+// failed the four image-pull specs of the node suite.
+func TestWindowsOptionsAreIgnoredOnLinux(t *testing.T) {
+	m := kuberuntime.New(nil, kuberuntime.Options{})
+	win := &v1.WindowsSecurityContextOptions{RunAsUserName: ptrString("NT AUTHORITY\\SYSTEM"), HostProcess: boolp(true)}
+	pod, c := secPod(&v1.PodSecurityContext{WindowsOptions: win}, &v1.SecurityContext{WindowsOptions: win})
+	cfg, err := m.ContainerConfig(pod, c, 0, kuberuntime.PodIPs{}, rootImage)
+	if err != nil {
+		t.Fatalf("a pod with windowsOptions: %v, want it run (a Linux kubelet ignores them)", err)
+	}
+	if cfg.GetWindows() != nil {
+		t.Errorf("container config carries Windows settings %v, want none on Linux", cfg.GetWindows())
+	}
+}
+
+func ptrString(s string) *string { return &s }
 
 // SELinux labels go to the runtime, as the real kubelet sends them
 // (security_context.go:106, kuberuntime_sandbox.go:220-227): the

@@ -86,7 +86,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 			return result
 		}
 		sandboxID = id
-		st, err := m.cri.PodStatus(ctx, id)
+		st, err := m.cri.PodSandboxStatus(ctx, podAbout(pod), id)
 		if err != nil {
 			result.Fail(fmt.Errorf("PodSandboxStatus %s: %w", cri.ShortID(id), err))
 			return result
@@ -120,6 +120,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *kubeconta
 		}
 		if _, err := m.StartContainer(ctx, sandboxID, sandboxCfg, pod, c, podStatus, node); err != nil {
 			reason := kubecontainer.ErrRunContainer
+			if r, ok := ImageReason(err); ok {
+				reason = r
+			}
 			switch {
 			case IsConfigError(err):
 				reason = kubekr.ErrCreateContainerConfig
@@ -202,11 +205,10 @@ func (m *Manager) pruneInitContainersBeforeStart(ctx context.Context, pod *v1.Po
 }
 
 func (m *Manager) removeInitContainer(ctx context.Context, pod *v1.Pod, s *kubecontainer.Status) {
-	if err := m.cri.Runtime.RemoveContainer(m.cri.Context(ctx), s.ID.ID); err != nil && !isNotFound(err) {
+	on := podAbout(pod).of(s.Name).saying("CRI RemoveContainer %s/%s %s (an old init container)", pod.Name, s.Name, cri.ShortID(s.ID.ID))
+	if err := m.cri.RemoveContainer(ctx, on, s.ID.ID); err != nil && !isNotFound(err) {
 		m.log("  remove init container %s/%s %s: %v (the garbage collector will retry)", pod.Name, s.Name, cri.ShortID(s.ID.ID), err)
-		return
 	}
-	m.log("CRI RemoveContainer %s/%s %s (an old init container)", pod.Name, s.Name, cri.ShortID(s.ID.ID))
 }
 
 // runtimeName is the runtime's name as the pod cache's container IDs
