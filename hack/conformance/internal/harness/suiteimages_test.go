@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +118,18 @@ func (tr *testRuntime) ctr(args ...string) (string, error) {
 // namespace of its own with lo down); it returns the output.
 func (tr *testRuntime) run(t *testing.T, im ociimage.Image, argv ...string) string {
 	t.Helper()
+	tr.importImage(t, im)
+	id := fmt.Sprintf("t%d-%d", os.Getpid(), time.Now().UnixNano())
+	out, err := tr.ctr(append([]string{"run", "--rm", "--privileged", im.Name, id}, argv...)...)
+	if err != nil {
+		t.Fatalf("%s: %s: %v\n%s", im.Name, strings.Join(argv, " "), err, out)
+	}
+	return out
+}
+
+// importImage writes im and imports it into the test's namespace.
+func (tr *testRuntime) importImage(t *testing.T, im ociimage.Image) {
+	t.Helper()
 	tar := filepath.Join(t.TempDir(), "image.tar")
 	if err := ociimage.Write(im, tar); err != nil {
 		t.Fatal(err)
@@ -126,12 +140,6 @@ func (tr *testRuntime) run(t *testing.T, im ociimage.Image, argv ...string) stri
 	if out, err := tr.ctr("images", "import", tar); err != nil {
 		t.Fatalf("ctr images import: %v: %s", err, out)
 	}
-	id := fmt.Sprintf("t%d-%d", os.Getpid(), time.Now().UnixNano())
-	out, err := tr.ctr(append([]string{"run", "--rm", "--privileged", im.Name, id}, argv...)...)
-	if err != nil {
-		t.Fatalf("%s: %s: %v\n%s", im.Name, strings.Join(argv, " "), err, out)
-	}
-	return out
 }
 
 // serve is a script that starts the image's own entrypoint and command
@@ -228,5 +236,87 @@ func TestSampleAPIServerAndEtcdRun(t *testing.T) {
 	// aggregator.go:281 runs /usr/local/bin/etcd
 	if out := tr.run(t, ims[images.Etcd], "/usr/local/bin/etcd", "--version"); !strings.Contains(out, "etcd Version: "+images.EtcdVersion) {
 		t.Errorf("%s: /usr/local/bin/etcd --version: %s", images.Etcd, out)
+	}
+}
+
+// The node suite's "Container Runtime blackbox test when running a
+// container with a new image" specs run `agnhost fake-registry-server
+// --private` as uid 5123 on the host network and pull
+// localhost:5000/pause:testing with and without a pull secret
+// (test/e2e/framework/registry/registry.go:108-136,
+// test/e2e/common/node/runtime.go:296-310 at v1.36.3). Here the server
+// runs the same way, on a free port (its --port flag) so that a running
+// suite's port 5000 is left alone, and containerd pulls from it.
+func TestAgnhostServesPauseFromItsPrivateRegistry(t *testing.T) {
+	tr := newTestRuntime(t)
+	_, ims := suiteImages(t, images.Agnhost)
+	im := ims[images.Agnhost]
+	tr.importImage(t, im)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	id := fmt.Sprintf("registry-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		tr.ctr("tasks", "kill", "-s", "SIGKILL", id)
+		tr.ctr("tasks", "rm", "-f", id)
+		if out, err := tr.ctr("containers", "rm", id); err != nil && !strings.Contains(out, "not found") {
+			t.Errorf("ctr containers rm %s: %v: %s", id, err, out)
+		}
+	})
+	if out, err := tr.ctr("run", "-d", "--null-io", "--net-host", "--user", "5123", im.Name, id,
+		"/agnhost", "fake-registry-server", "--private", "--port", fmt.Sprint(port)); err != nil {
+		t.Fatalf("ctr run %s fake-registry-server: %v: %s", images.Agnhost, err, out)
+	}
+	// it answers /v2/ with 401 once it listens (registryserver.go:79-90)
+	base := fmt.Sprintf("http://127.0.0.1:%d/v2/", port)
+	answered := false
+	for i := 0; i < 100 && !answered; i++ {
+		if resp, err := http.Get(base); err == nil {
+			resp.Body.Close()
+			answered = resp.StatusCode == http.StatusUnauthorized
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !answered {
+		out, _ := tr.ctr("tasks", "ls")
+		t.Fatalf("fake-registry-server --private: no 401 from %s; tasks:\n%s", base, out)
+	}
+
+	ref := fmt.Sprintf("localhost:%d/%s", port, images.RegistryPause)
+	// runtime.go:296-299: without a secret the pull is refused: the
+	// server answers 401 with a Basic challenge, which containerd reports
+	// as "authorization failed: no basic auth credentials"
+	if resp, err := http.Get(base + "pause/manifests/testing"); err != nil {
+		t.Error(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET %spause/manifests/testing without credentials: %s, want 401", base, resp.Status)
+	}
+	if out, err := tr.ctr("images", "pull", "--plain-http", ref); err == nil || !strings.Contains(out, "authorization failed") {
+		t.Errorf("ctr images pull %s without credentials: want an authorization failure (401), got %v:\n%s", ref, err, out)
+	}
+	// runtime.go:301-304: with the secret's user:password it pulls
+	out, err := tr.ctr("images", "pull", "--plain-http", "--user", "user:password", ref)
+	if err != nil {
+		t.Fatalf("ctr images pull %s with user:password: %v:\n%s", ref, err, out)
+	}
+	// what it pulled is the manifest the tag names
+	var digest string
+	for _, e := range im.Entries {
+		if e.Path == images.RegistryDir+"/pause/manifests/testing" {
+			digest = strings.TrimSpace(string(e.Data))
+		}
+	}
+	if out, err := tr.ctr("images", "ls", "name=="+ref); err != nil || digest == "" || !strings.Contains(out, digest) {
+		t.Errorf("ctr images ls: want %s at the tag's digest %q after the pull: %v:\n%s", ref, digest, err, out)
+	}
+	// and it runs: the "with secret" spec waits for its pod to be Running
+	run := fmt.Sprintf("pause-%d-%d", os.Getpid(), time.Now().UnixNano())
+	if out, err := tr.ctr("run", "--rm", ref, run, "/pause", "--version"); err != nil || !strings.Contains(out, "kubelet-labs-pause") {
+		t.Errorf("ctr run %s /pause --version: %v:\n%s", ref, err, out)
 	}
 }

@@ -48,6 +48,17 @@ type Sources struct {
 	Agnhost, Nnp string
 	// PorterDir holds test/images/agnhost/porter's localhost.crt and .key.
 	PorterDir string
+	// Pause is the OCI-layout tar of the image agnhost's fake registry
+	// serves as pause:testing (registry.go); "" means CoursePause().
+	Pause string
+}
+
+// pause is the fake registry's image: Pause, else the course's.
+func (s Sources) pause() string {
+	if s.Pause != "" {
+		return s.Pause
+	}
+	return CoursePause()
 }
 
 // Spec is one image to make.
@@ -81,7 +92,7 @@ func Specs(src Sources) []Spec {
 		}})
 	}
 	if src.Agnhost != "" {
-		specs = append(specs, Spec{Agnhost, []string{src.BusyBox, src.Agnhost, "/bin/bash", "/usr/bin/curl"}, func() (ociimage.Image, error) { return agnhostImage(src) }})
+		specs = append(specs, Spec{Agnhost, []string{src.BusyBox, src.Agnhost, "/bin/bash", "/usr/bin/curl", src.pause()}, func() (ociimage.Image, error) { return agnhostImage(src) }})
 	}
 	return specs
 }
@@ -117,9 +128,9 @@ func busyboxImage(busybox, name string) (ociimage.Image, error) {
 // agnhostImage follows test/images/agnhost/Dockerfile: /agnhost (and the
 // agnhost-2 link the entrypoint tests run), the porter certificates,
 // /uploads, the user 1000 in group 50000 a supplemental-groups test
-// expects, and of the Alpine packages what tests exec: a shell with the
-// usual tools (busybox here), bash and curl. Not here: dig, coredns,
-// iperf, iproute2, the fake registry's content.
+// expects, the fake registry's content (registry.go), and of the Alpine
+// packages what tests exec: a shell with the usual tools (busybox here),
+// bash and curl. Not here: dig, coredns, iperf, iproute2.
 func agnhostImage(src Sources) (ociimage.Image, error) {
 	im, err := busyboxImage(src.BusyBox, Agnhost)
 	if err != nil {
@@ -142,6 +153,11 @@ func agnhostImage(src Sources) (ociimage.Image, error) {
 		ociimage.Entry{Path: "/uploads", Dir: true},
 		ociimage.Entry{Path: "/home/user-defined-in-image", Dir: true, UID: 1000, GID: 1000},
 	)
+	reg, err := registryEntries(src.pause())
+	if err != nil {
+		return im, err
+	}
+	im.Entries = append(im.Entries, reg...)
 	// agnhost is built with cgo (harness/build.go says why): its loader
 	// and C library come along
 	libs, err := withLibraries(src.Agnhost)

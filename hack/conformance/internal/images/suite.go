@@ -85,7 +85,7 @@ func SuiteSpecs(specs []Spec, src Sources, s SuiteSources) []Spec {
 	}
 	if src.Agnhost != "" && s.HTMLDir != "" {
 		for _, w := range []struct{ name, dir, jpg string }{{Kitten, "kitten", "kitten.jpg"}, {Nautilus, "nautilus", "nautilus.jpg"}} {
-			put(Spec{w.name, []string{src.BusyBox, src.Agnhost}, func() (ociimage.Image, error) {
+			put(Spec{w.name, []string{src.BusyBox, src.Agnhost, src.pause()}, func() (ociimage.Image, error) {
 				return webImage(src, w.name, filepath.Join(s.HTMLDir, w.dir, "html"), w.jpg)
 			}})
 		}
