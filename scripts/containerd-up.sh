@@ -171,21 +171,30 @@ fi
 source "${IMAGES_DIR}/images.env"
 
 # --- 3. config ---------------------------------------------------------------
-# containerd 1.x syntax (version = 2)
-config_v2() {
+# One template, two syntaxes: config_v2 (containerd 1.x, version = 2) and
+# config_v3 (2.x, version = 3) say the same settings; the parts that read
+# alike in both are written once below and each syntax puts them in place.
+
+# config_head VERSION CONTAINERD_VERSION: the top, through oom_score.
+config_head() {
 	cat <<EOF
-# Written by scripts/containerd-up.sh; edits are overwritten. containerd 1.x syntax.
-# $(containerd --version)
-version = 2
+# Written by scripts/containerd-up.sh; edits are overwritten. containerd $(($1 - 1)).x syntax.
+# $2
+version = $1
 root = "${ROOT_DIR}"
 state = "${STATE_DIR}"
 temp = "${TMP_DIR}"
 oom_score = 0
-# snapshotters we never use; fewer plugins, fewer surprises in the log
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+EOF
+}
+
+# config_sockets NOTE: the sockets, debug, metrics and the opt plugin, the
+# last line [plugins]'s first entry. NOTE ends the tcp_address comment.
+config_sockets() {
+	cat <<EOF
 
 [grpc]
-  # unix socket only: no tcp_address (the old course exposed CRI on 0.0.0.0:8989)
+  # unix socket only: no tcp_address$1
   address = "${SOCK}"
   # the socket (0660) belongs to the learner who ran sudo: the labs run
   # as that user, never as root (like the docker group: whoever has this
@@ -205,14 +214,25 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins]
   [plugins."io.containerd.internal.v1.opt"]
     path = "${ROOT_DIR}/opt"
+EOF
+}
 
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "${PAUSE_IMAGE}"
+# config_streaming: the CRI streaming server (1.x: the CRI plugin; 2.x:
+# io.containerd.grpc.v1.cri).
+config_streaming() {
+	cat <<'EOF'
     # exec/attach/port-forward streams: loopback only, a random free port
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
     disable_tcp_service = true
     enable_tls_streaming = false
+EOF
+}
+
+# config_pods: how pods run (1.x: the CRI plugin; 2.x:
+# io.containerd.cri.v1.runtime).
+config_pods() {
+	cat <<'EOF'
     # no AppArmor profile loading here
     disable_apparmor = true
     # without it every RunPodSandbox fails where we lack CAP_SYS_RESOURCE:
@@ -223,6 +243,33 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     tolerate_missing_hugetlb_controller = true
     disable_hugetlb_controller = true
     max_container_log_line_size = 16384
+EOF
+}
+
+# config_runc_root: the end of runc's options.
+config_runc_root() {
+	cat <<EOF
+          # runc's state under ours, not /run/containerd/runc
+          Root = "${RUNC_ROOT}"
+EOF
+}
+
+# containerd 1.x syntax (version = 2)
+config_v2() {
+	config_head 2 "$(containerd --version)"
+	cat <<'EOF'
+# snapshotters we never use; fewer plugins, fewer surprises in the log
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+EOF
+	config_sockets " (the old course exposed CRI on 0.0.0.0:8989)"
+	cat <<EOF
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "${PAUSE_IMAGE}"
+EOF
+	config_streaming
+	config_pods
+	cat <<EOF
 
     [plugins."io.containerd.grpc.v1.cri".containerd]
       snapshotter = "overlayfs"
@@ -231,8 +278,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         runtime_type = "io.containerd.runc.v2"
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
-          # runc's state under ours, not /run/containerd/runc
-          Root = "${RUNC_ROOT}"
+EOF
+	config_runc_root
+	cat <<EOF
 
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "${CNI_BIN}"
@@ -250,46 +298,19 @@ EOF
 # io.containerd.grpc.v1.cri (the gRPC service, the streaming server).
 # The settings are the 1.6 ones above, each in its new home.
 config_v3() {
-	cat <<EOF
-# Written by scripts/containerd-up.sh; edits are overwritten. containerd 2.x syntax.
-# $("${CONTAINERD_BIN}" --version)
-version = 3
-root = "${ROOT_DIR}"
-state = "${STATE_DIR}"
-temp = "${TMP_DIR}"
-oom_score = 0
+	config_head 3 "$("${CONTAINERD_BIN}" --version)"
+	cat <<'EOF'
 # plugins we never use; fewer plugins, fewer surprises in the log. NRI would
 # listen on /var/run/nri/nri.sock, a fixed host path.
 disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs", "io.containerd.mount-handler.v1.erofs", "io.containerd.nri.v1.nri"]
-
-[grpc]
-  # unix socket only: no tcp_address
-  address = "${SOCK}"
-  # the socket (0660) belongs to the learner who ran sudo: the labs run
-  # as that user, never as root (like the docker group: whoever has this
-  # socket can run any container, so it is root-equivalent on this host)
-  uid = ${LEARNER_UID}
-  gid = ${LEARNER_GID}
-
-[ttrpc]
-  address = "${SOCK}.ttrpc"
-
-[debug]
-  level = "info"
-
-[metrics]
-  address = ""
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "${ROOT_DIR}/opt"
+EOF
+	config_sockets ""
+	cat <<'EOF'
 
   [plugins."io.containerd.grpc.v1.cri"]
-    # exec/attach/port-forward streams: loopback only, a random free port
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-    disable_tcp_service = true
-    enable_tls_streaming = false
+EOF
+	config_streaming
+	cat <<EOF
 
   [plugins."io.containerd.cri.v1.images"]
     snapshotter = "overlayfs"
@@ -300,16 +321,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
       config_path = ""
 
   [plugins."io.containerd.cri.v1.runtime"]
-    # no AppArmor profile loading here
-    disable_apparmor = true
-    # without it every RunPodSandbox fails where we lack CAP_SYS_RESOURCE:
-    # runc cannot set the sandbox's oom_score_adj (-998) below our own
-    restrict_oom_score_adj = true
-    # pod network namespaces under our state dir instead of /run/netns
-    netns_mounts_under_state_dir = true
-    tolerate_missing_hugetlb_controller = true
-    disable_hugetlb_controller = true
-    max_container_log_line_size = 16384
+EOF
+	config_pods
+	cat <<EOF
     # no device plugins here: do not watch /etc/cdi and /var/run/cdi
     enable_cdi = false
 
@@ -324,8 +338,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
           SystemdCgroup = false
           # the distribution's runc
           BinaryName = "${RUNC_BIN}"
-          # runc's state under ours, not /run/containerd/runc
-          Root = "${RUNC_ROOT}"
+EOF
+	config_runc_root
+	cat <<EOF
 
     [plugins."io.containerd.cri.v1.runtime".cni]
       bin_dirs = ["${CNI_BIN}"]

@@ -43,16 +43,6 @@ var Binaries = []Binary{
 	{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", ColdEstimate: 90 * time.Second},
 }
 
-// ColdBuildEstimate is the sum of the per-binary estimates: what a first
-// `go run ./labs/00-cluster` spends on binaries.
-func ColdBuildEstimate() time.Duration {
-	var sum time.Duration
-	for _, b := range Binaries {
-		sum += b.ColdEstimate
-	}
-	return sum
-}
-
 // Version is the version b is built at: KubernetesVersion for the
 // Kubernetes commands, else its module's version in moduleRoot's go.mod.
 func (b Binary) Version(moduleRoot string) string {

@@ -7,6 +7,11 @@
 // The one rule every real-runtime lab shares lives here (Require): in CI
 // (CI=true) a missing containerd fails the test; elsewhere the test is
 // skipped with the command that starts it.
+//
+// It is test harness a test of mycore may use (internal/coursecheck checks
+// that): it finds containerd through internal/containerdenv, never through
+// a lab's plumbing (internal/labruntime), so a library's test links no
+// lab's flags or state.
 package critest
 
 import (
@@ -22,7 +27,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/containerdenv"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -71,12 +76,12 @@ func Cases() []Case {
 // when CONTAINER_RUNTIME_ENDPOINT points the tests at one runtime of the
 // learner's choice, or when nothing was started.
 func Flavours() []string {
-	if os.Getenv(labruntime.EndpointEnvVar) != "" {
+	if os.Getenv(containerdenv.EndpointEnvVar) != "" {
 		return nil
 	}
 	if v := strings.TrimSpace(os.Getenv(FlavoursEnvVar)); v != "" {
 		if v == "all" {
-			return labruntime.Flavours()
+			return containerdenv.Flavours()
 		}
 		var list []string
 		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
@@ -86,7 +91,7 @@ func Flavours() []string {
 		}
 		return list
 	}
-	started, err := labruntime.StartedFlavours()
+	started, err := containerdenv.StartedFlavours()
 	if err != nil {
 		return nil // Containerd reports the state folder's problem
 	}
@@ -118,31 +123,32 @@ func Require(t testing.TB, ok bool, format string, args ...any) {
 // CRI v1 and has the busybox image.
 func Containerd(t testing.TB) Runtime {
 	t.Helper()
-	env, err := labruntime.Load()
+	env, err := containerdenv.Load()
 	if err != nil {
 		t.Fatalf("finding containerd: %v", err)
 	}
-	return check(t, "containerd", env, cri.UpHint)
+	return check(t, "containerd", env, containerdenv.UpHint)
 }
 
 // ContainerdFlavour finds one flavour's containerd ("2.2" or "1.6") via its
 // own env file and checks it as Containerd does.
 func ContainerdFlavour(t testing.TB, flavour string) Runtime {
 	t.Helper()
-	env, err := labruntime.LoadFlavour(flavour)
+	env, err := containerdenv.LoadFlavour(flavour)
 	if err != nil {
 		t.Fatalf("finding containerd %s: %v", flavour, err)
 	}
-	return check(t, "containerd-"+flavour, env, cri.UpHint+" --version "+flavour)
+	return check(t, "containerd-"+flavour, env, containerdenv.UpHint+" --version "+flavour)
 }
 
 // check dials env's endpoint; what is missing skips (or fails in CI) with
 // upHint, the command that fixes it.
-func check(t testing.TB, name string, env labruntime.Env, upHint string) Runtime {
+func check(t testing.TB, name string, env containerdenv.Env, upHint string) Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := cri.Dial(ctx, env.Endpoint, cri.WithTimeout(10*time.Second))
+	// the start hint: the dial error names the plain up command, as a lab's does
+	c, err := cri.Dial(ctx, env.Endpoint, cri.WithTimeout(10*time.Second), cri.WithStartHint(containerdenv.UpHint))
 	if err != nil {
 		hint := ""
 		switch {
@@ -150,7 +156,7 @@ func check(t testing.TB, name string, env labruntime.Env, upHint string) Runtime
 			hint = "\n(the socket belongs to another user: run the tests as the user who ran sudo scripts/containerd-up.sh)"
 		case !errors.Is(err, cri.ErrNotReachable):
 			hint = "\n(restart it with: " + upHint + ")"
-		case upHint != cri.UpHint:
+		case upHint != containerdenv.UpHint:
 			// the dial error names the plain up command, which starts the default flavour
 			hint = "\n(this flavour: " + upHint + ")"
 		}

@@ -5,15 +5,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"kubelet-labs/internal/labruntime"
+	"kubelet-labs/internal/containerdenv"
 	"kubelet-labs/mylib/fakecri"
 )
 
 // The mock uses the same image names as our containerd, so a test (and a
 // lab) needs no per-runtime image table.
 const (
-	mockPauseImage   = labruntime.PauseImage
-	mockBusyboxImage = labruntime.BusyboxImage
+	mockPauseImage   = containerdenv.PauseImage
+	mockBusyboxImage = containerdenv.BusyboxImage
 )
 
 // FakeCRI starts the mock runtime of mylib/fakecri on a socket of its own

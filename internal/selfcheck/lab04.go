@@ -115,7 +115,7 @@ func lab04Lifetimes(csrs []certificatesv1.CertificateSigningRequest) Result {
 			// notBefore is back-dated 5 minutes for clock skew; the lab
 			// says "from now" at issue, i.e. from notBefore + 5m.
 			got := cert.NotAfter.Sub(cert.NotBefore.Add(5 * time.Minute))
-			seen = append(seen, fmt.Sprintf("%s asked %s, got %s", want.node, days(time.Duration(want.seconds)*time.Second), days(got)))
+			seen = append(seen, fmt.Sprintf("%s asked %s, got %s", want.node, bootstrap.HumanDuration(time.Duration(want.seconds)*time.Second), bootstrap.HumanDuration(got)))
 			found = true
 			break
 		}
@@ -303,18 +303,4 @@ func whoAmIWith(ctx context.Context, kubeconfig string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s %v", who.Username, who.Groups), nil
-}
-
-// days writes a duration of two days or more in days, as the lab does:
-// 8759h55m0s is 364d23h55m.
-func days(d time.Duration) string {
-	if d < 48*time.Hour {
-		return d.String()
-	}
-	n := d / (24 * time.Hour)
-	rest := (d - n*24*time.Hour).Round(time.Minute)
-	if rest == 0 {
-		return fmt.Sprintf("%dd", n)
-	}
-	return fmt.Sprintf("%dd%s", n, strings.TrimSuffix(rest.String(), "0s"))
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"testing"
-	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,18 +41,5 @@ func TestCSRConditionAsKubectlShowsIt(t *testing.T) {
 	c.Status.Certificate = []byte("x")
 	if got := csrCondition(c); got != "Approved,Issued" {
 		t.Errorf("approved and issued: %q", got)
-	}
-}
-
-func TestDaysAsTheLabPrintsThem(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		time.Hour:                       "1h0m0s",
-		8759*time.Hour + 55*time.Minute: "364d23h55m",
-		730 * 24 * time.Hour:            "730d",
-		47*time.Hour + 59*time.Minute:   "47h59m0s",
-	} {
-		if got := days(d); got != want {
-			t.Errorf("days(%s) = %q, want %q", d, got, want)
-		}
 	}
 }

@@ -119,9 +119,6 @@ func (p *Program) Output() string { return p.out.String() }
 // Signal sends sig to the program.
 func (p *Program) Signal(sig os.Signal) { _ = p.Cmd.Process.Signal(sig) }
 
-// Exited is closed when the program has exited.
-func (p *Program) Exited() <-chan struct{} { return p.exited }
-
 // WaitExit waits up to d for the program to exit.
 func (p *Program) WaitExit(d time.Duration) bool {
 	select {

@@ -259,15 +259,15 @@ func dropToken(ctx context.Context, admin kubernetes.Interface, res *JoinResult,
 func Lifetime(requestedSeconds int32, cert *x509.Certificate, issued time.Time) string {
 	asked := "nothing requested (the kubelet asks for nothing): the signer's maximum, --cluster-signing-duration"
 	if requestedSeconds != 0 {
-		asked = fmt.Sprintf("requested %s (spec.expirationSeconds=%d)", humanDuration(time.Duration(requestedSeconds)*time.Second), requestedSeconds)
+		asked = fmt.Sprintf("requested %s (spec.expirationSeconds=%d)", HumanDuration(time.Duration(requestedSeconds)*time.Second), requestedSeconds)
 	}
 	return fmt.Sprintf("%s; issued: notBefore %s (back-dated %s for clock skew), notAfter %s, %s from now",
 		asked, cert.NotBefore.Local().Format("15:04:05"), issued.Sub(cert.NotBefore).Round(time.Minute),
-		cert.NotAfter.Local().Format("2006-01-02 15:04:05"), humanDuration(cert.NotAfter.Sub(issued).Round(time.Minute)))
+		cert.NotAfter.Local().Format("2006-01-02 15:04:05"), HumanDuration(cert.NotAfter.Sub(issued).Round(time.Minute)))
 }
 
 // humanDuration writes long durations in days: 8759h55m0s is 364d23h55m.
-func humanDuration(d time.Duration) string {
+func HumanDuration(d time.Duration) string {
 	if d < 48*time.Hour {
 		return d.String()
 	}

@@ -124,7 +124,7 @@ func DiagnoseToken(ctx context.Context, admin kubernetes.Interface, tok Token) (
 	}
 	if exp := bootstrapsecrets.GetData(s, bootstrapapi.BootstrapTokenExpirationKey); bootstrapsecrets.HasExpired(s, time.Now()) {
 		at, _ := time.Parse(time.RFC3339, exp)
-		return fmt.Sprintf("it expired at %s (%s ago); make a new one (go run ./labs/03-bootstrap-token)",
+		return fmt.Sprintf("it expired at %s (%s ago); make a new one",
 			exp, time.Since(at).Round(time.Second)), false
 	}
 	if bootstrapsecrets.GetData(s, bootstrapapi.BootstrapTokenUsageAuthentication) != "true" {

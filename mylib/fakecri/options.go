@@ -45,20 +45,22 @@ type Call struct {
 }
 
 type options struct {
-	runtimeName     string
-	runtimeVersion  string
-	pauseImage      string
-	images          []string
-	podCIDR         string
-	cgroupDriver    runtimeapi.CgroupDriver
-	handlers        []string
+	runtimeName    string
+	runtimeVersion string
+	pauseImage     string
+	images         []string
+	podCIDR        string
+	cgroupDriver   runtimeapi.CgroupDriver
+	handlers       []string // accepted RuntimeHandler names besides ""
+	// streamingAddr is loopback only: the streaming server has no
+	// authentication, exactly like containerd's.
 	streamingAddr   string
 	execHook        ExecHook
 	portForwardHook PortForwardHook
 	pullHook        PullHook
 	pullDelay       time.Duration
 	observer        func(Call)
-	controlSocket   string // "" = derive from the CRI socket; "-" = none
+	controlSocket   string // "": derived from the CRI socket (ControlSocketFor)
 	now             func() time.Time
 	// supplementalGroupsPolicy is what Status reports in
 	// features.supplementalGroupsPolicy (WithSupplementalGroupsPolicy).
@@ -105,17 +107,6 @@ func WithCgroupDriver(d runtimeapi.CgroupDriver) Option {
 	return func(o *options) { o.cgroupDriver = d }
 }
 
-// WithRuntimeHandlers sets the accepted RuntimeHandler names besides the
-// default handler "" (default: "runc").
-func WithRuntimeHandlers(names ...string) Option {
-	return func(o *options) { o.handlers = names }
-}
-
-// WithStreamingAddr sets host:port of the streaming server. Only loopback
-// addresses are accepted: the server has no authentication, exactly like
-// containerd's, and must never be reachable from the network.
-func WithStreamingAddr(addr string) Option { return func(o *options) { o.streamingAddr = addr } }
-
 // WithExecHook installs a Go function that runs exec'd commands.
 func WithExecHook(h ExecHook) Option { return func(o *options) { o.execHook = h } }
 
@@ -133,13 +124,6 @@ func WithPullDelay(d time.Duration) Option { return func(o *options) { o.pullDel
 // WithCallObserver is told about every CRI call served by Start's gRPC
 // server; the lab uses it to print the calls crictl or the kubelet make.
 func WithCallObserver(f func(Call)) Option { return func(o *options) { o.observer = f } }
-
-// WithControlSocket sets the control API socket path for Start. The
-// default is the CRI socket path with ".sock" replaced by "-control.sock";
-// "" keeps the default and "-" disables the control socket.
-func WithControlSocket(path string) Option {
-	return func(o *options) { o.controlSocket = path }
-}
 
 // WithClock replaces time.Now (for deterministic timestamps in tests).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }

@@ -156,8 +156,8 @@ func ListenAddress(address, nodeIP string) (listen, ip string) {
 // bytes, and the kubelet's longest is <root>/kubelet/pod-resources/kubelet.sock.
 const maxSocketBase = 107 - len("/kubelet/pod-resources/kubelet.sock") - 10
 
-// shortenDir gives the node a short path to its folder. A repository
-// cloned deep in a home folder makes .labs/nodes/NAME/kubelet/... too long
+// shortenDir gives the node a short path to its folder. A Dir deep in a
+// home folder makes DIR/kubelet/pod-resources/kubelet.sock too long
 // for bind(2), and the kubelet exits (os.Exit) when its pod-resources
 // socket cannot be created. A symlink in the temp folder keeps the data
 // where it is and the socket paths short.

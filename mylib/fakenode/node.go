@@ -175,8 +175,9 @@ func kubeletServer(cfg *Config, endpoint string) (*options.KubeletServer, error)
 	c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
 	// The serving certificate comes through a CSR too (signer
 	// kubernetes.io/kubelet-serving), so the apiserver can verify it
-	// against the cluster CA; someone must approve it (lab 01 does, in
-	// labs/01-fake-node/servingcsr).
+	// against the cluster CA; someone must approve it (the
+	// csrapproving controller approves only kubelet client certificates:
+	// pkg/controller/certificates/approver/sarapprove.go:62-73,151-156, v1.36.3).
 	c.ServerTLSBootstrap = true
 	c.RotateCertificates = true
 

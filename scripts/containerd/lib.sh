@@ -15,7 +15,7 @@
 #   images/                    the offline images (pause, busybox), images.env
 #   containerd/                env, crictl.yaml: the flavour the labs use by
 #                              default (the first one the last containerd-up.sh
-#                              started); mycore/cri reads env
+#                              started); the labs read env
 #   containerd/2.2/ .../1.6/   one flavour each: socket, config, root, state,
 #                              logs, env, pod-logs/ (the learner's)
 # Folders are 0711: the learner may pass through to the socket (handed to
