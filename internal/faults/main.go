@@ -62,7 +62,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		Name:    "faults",
 		Command: "go run ./internal/faults " + verb + " " + sc.Name,
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster (default: $KUBECONFIG, else lab 00's admin kubeconfig in the state folder)")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
 			fs.StringVar(&o.node, "node", "", "the node to break (default: the one running node; check and undo: the one the break used)")
 			fs.StringVar(&o.namespace, "namespace", "", "the namespace of the scenario's pods (default: default; check and undo: the one the break used)")
 		},

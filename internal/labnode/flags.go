@@ -24,7 +24,7 @@ func Defaults(lab, name string) Options {
 // values as their defaults (a lab sets its node name and back-off first).
 // Labs 14 and 18 have flags of their own: the server's, and other words.
 func (o *Options) Register(fs *flag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, labenv.KubeconfigUsage)
 	fs.StringVar(&o.Name, "node-name", o.Name, "name of the node to join; pods bound to it (spec.nodeName) run here")
 	o.Runtime.Register(fs, labruntime.Containerd)
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long the join may take (certificate issued, node Ready)")

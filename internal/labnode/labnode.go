@@ -1,6 +1,8 @@
-// Package labnode starts a node of our own — the kubelet of labs 07-17
-// (mycore/mykubelet) and, if asked, the node server of lab 14 in front of
-// it — in the order a kubelet starts:
+// Package labnode starts a whole node of our own for a lab — the course's
+// plumbing around mycore/node (the join and the Node object) and
+// mycore/mykubelet (our kubelet), where lab 01's node is the real kubelet
+// (mylib/fakenode): the kubelet of labs 07-17 and, if asked, the node
+// server of lab 14 in front of it, in the order a kubelet starts:
 //
 //  1. what can fail before anything is registered: the flags and the
 //     runtime; then the cluster answers, and says where the

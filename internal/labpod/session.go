@@ -31,7 +31,7 @@ type Options struct {
 // Register adds the shared flags to fs; nodeName is the default node the
 // lab's pod is bound to.
 func (o *Options) Register(fs *flag.FlagSet, nodeName string) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
 	o.Flags.Register(fs, labruntime.Mock)
 	fs.StringVar(&o.PodFile, "pod", "", "pod manifest to use instead of the lab's pod.yaml (copy it and edit: the repository may be read-only)")
 	fs.StringVar(&o.NodeName, "node-name", nodeName, "the node the pod is bound to (spec.nodeName); no kubelet serves it but this lab")

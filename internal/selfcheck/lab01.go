@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
+
+	"kubelet-labs/internal/labnames"
 )
 
 // Lab 01 runs fake nodes (the real kubelet): the checks look at the Nodes
@@ -35,9 +37,9 @@ func checkLab01(ctx context.Context, e *Env) []Result {
 		return NoCluster(err)
 	}
 	return []Result{
-		lab01Registered(ctx, kube, "fake-node-1"),
-		lab01Bootstrap(ctx, e, "fake-node-1"),
-		lab01Lease(ctx, kube, "fake-node-1"),
+		lab01Registered(ctx, kube, labnames.Node01),
+		lab01Bootstrap(ctx, e, labnames.Node01),
+		lab01Lease(ctx, kube, labnames.Node01),
 		lab01Pod(ctx, e, kube),
 		lab01TokenJoin(ctx, kube),
 		lab01Loopback(ctx, kube),
@@ -138,10 +140,10 @@ func lab01Lease(ctx context.Context, kube kubernetes.Interface, name string) Res
 // deleted pod's logs within a minute.
 func lab01Pod(ctx context.Context, e *Env, kube kubernetes.Interface) Result {
 	hint := "run a pod on it: kubectl apply -f yaml/nginx.yaml; kubectl logs nginx; kubectl exec nginx -- echo hi"
-	if p, err := kube.CoreV1().Pods("default").Get(ctx, "nginx", metav1.GetOptions{}); err == nil && p.Spec.NodeName == "fake-node-1" {
+	if p, err := kube.CoreV1().Pods("default").Get(ctx, "nginx", metav1.GetOptions{}); err == nil && p.Spec.NodeName == labnames.Node01 {
 		return Done("pod default/nginx on fake-node-1: %s", p.Status.Phase)
 	}
-	log, err := os.ReadFile(e.StatePath("nodes", "fake-node-1", "kubelet.log"))
+	log, err := os.ReadFile(e.StatePath("nodes", labnames.Node01, "kubelet.log"))
 	if err != nil {
 		return NotYet("no pod nginx on fake-node-1, and no kubelet log: "+err.Error(), hint)
 	}

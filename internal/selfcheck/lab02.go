@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/labnames"
 )
 
 // Lab 02 leaves what its run did on the cluster: the Node it joined, its
@@ -20,7 +22,7 @@ func init() {
 	register("02", labCheck{Title: "why a node is Ready: the Lease", Check: checkLab02})
 }
 
-const lab02Node = "lab-node-02" // the lab's default --node-name
+const lab02Node = labnames.Node02 // the lab's default --node-name
 
 func checkLab02(ctx context.Context, e *Env) []Result {
 	kube, err := e.Kube(ctx)

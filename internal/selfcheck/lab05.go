@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/lease"
 )
 
@@ -18,7 +19,7 @@ func init() {
 }
 
 const (
-	lab05Node  = "lab-node-05"
+	lab05Node  = labnames.Node05
 	lab05Start = "start the lab and leave it running: go run ./labs/05-register-node (README, Run it)"
 )
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/podconfig"
 )
@@ -21,7 +22,7 @@ import (
 // lab08 names what lab 08's README uses: its node, the static pod it
 // copies in, and that pod's mirror.
 const (
-	lab08Node     = "lab-node-08"
+	lab08Node     = labnames.Node08
 	lab08Manifest = "web.yaml"
 	lab08Start    = "start the lab: go run ./labs/08-static-pod (and leave it running)"
 	lab08Copy     = "cp labs/08-static-pod/web.yaml into the manifests folder (README, Run it: the second terminal)"

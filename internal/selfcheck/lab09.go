@@ -9,10 +9,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubelet-labs/internal/labnames"
 )
 
 const (
-	lab09Node  = "lab-node-09"
+	lab09Node  = labnames.Node09
 	lab09Start = "start the lab: go run ./labs/09-pod-manager (and leave it running)"
 	// lab09Record is the record the lab writes in its node folder, one
 	// line per op its source sent (labs/09-pod-manager/record.go says

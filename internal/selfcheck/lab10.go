@@ -9,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubelet-labs/internal/labnames"
 )
 
 // Lab 10's pod workers live in the lab's process; it records their steps
@@ -20,7 +22,7 @@ func init() {
 }
 
 const (
-	lab10Node  = "lab-node-10"
+	lab10Node  = labnames.Node10
 	lab10Start = "start the lab in another terminal and leave it running: go run ./labs/10-pod-workers (README: Run it)"
 )
 

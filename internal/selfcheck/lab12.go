@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -26,7 +27,7 @@ func init() {
 }
 
 const (
-	lab12Node  = "lab-node-12"
+	lab12Node  = labnames.Node12
 	lab12Start = "start the lab: go run ./labs/12-pleg-containerd (Run it), and leave it running"
 	lab12Apply = "kubectl apply -f labs/12-pleg-containerd/busybox.yaml (step 1)"
 	lab12Kill  = "kill it from outside twice, 10 s apart at most: crictl stop --timeout 0 … (step 2)"

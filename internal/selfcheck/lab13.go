@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubelet-labs/internal/labnames"
 )
 
 // Lab 13's node runs no containers: what its run leaves is in the API —
@@ -17,7 +19,7 @@ func init() {
 }
 
 const (
-	lab13Node  = "lab-node-13"
+	lab13Node  = labnames.Node13
 	lab13Start = "start the lab: go run ./labs/13-virtual-pod (Run it), and leave it running"
 )
 

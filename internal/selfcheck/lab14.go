@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/labnames"
 )
 
 func init() {
@@ -23,8 +25,8 @@ func init() {
 }
 
 const (
-	node14, spdyNode14 = "lab-node-14", "lab-node-14-spdy"
-	visitor14          = "lab-14-visitor"
+	node14, spdyNode14 = labnames.Node14, "lab-node-14-spdy"
+	visitor14          = labnames.Visitor14
 	run14              = "go run ./labs/14-exec --runtime containerd"
 )
 

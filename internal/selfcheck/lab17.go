@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/cri"
 )
 
@@ -21,7 +22,7 @@ func init() {
 }
 
 const (
-	lab17Node  = "lab-node-17"
+	lab17Node  = labnames.Node17
 	lab17Start = "start the lab: go run ./labs/17-sync-pod (Run it), and leave it running"
 )
 

@@ -8,13 +8,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"kubelet-labs/internal/labnames"
 )
 
 func init() {
 	register("18", labCheck{Title: "mykubelet: our own kubelet, every piece in one program", Check: check18})
 }
 
-const node18 = "mykubelet"
+const node18 = labnames.Node18
 
 // check18 looks at what lab 18's nodes leave while they run: the single
 // node serving, its pods (web Ready with its probes, crash restarting

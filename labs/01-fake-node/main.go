@@ -29,6 +29,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/labs/01-fake-node/nodewatch"
 	"kubelet-labs/labs/01-fake-node/servingcsr"
 	"kubelet-labs/mycore/node"
@@ -58,8 +59,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "01-fake-node",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.nodeName, "node-name", "fake-node-1", "name of the Node (and of its certificate, system:node:NAME)")
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster, as kubectl uses it (default $KUBECONFIG — a file or a list — else the state folder's admin.kubeconfig): checks the cluster answers, approves the serving CSR, and bootstraps the node unless --bootstrap-kubeconfig is given")
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node01, "name of the Node (and of its certificate, system:node:NAME)")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
 			fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials the kubelet uses once for its TLS bootstrap, as a real kubelet's --bootstrap-kubeconfig: e.g. lab 03's bootstrap-token kubeconfig (the state folder's bootstrap/bootstrap-kubelet.kubeconfig); default: the --kubeconfig credentials")
 			fs.StringVar(&o.criEndpoint, "cri-endpoint", "", "CRI runtime endpoint (unix:///…); default: start our mock CRI in-process")
 			fs.StringVar(&o.address, "address", "", "address the kubelet server listens on (default: the node's InternalIP alone, where the apiserver dials it for logs/exec); 0.0.0.0 = all addresses, like a real kubelet; 127.0.0.1 = loopback only, and then kubectl logs/exec cannot reach it. Wherever: TLS, authenticated clients, webhook authorization, no anonymous access")

@@ -26,6 +26,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
@@ -48,8 +49,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "02-node-lease",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, a token for the join, and the observer (default: $KUBECONFIG, a file or a list, else the state folder's admin.kubeconfig)")
-			fs.StringVar(&o.nodeName, "node-name", "lab-node-02", "the node; joins like lab 05 if it has no credentials yet")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node02, "the node; joins like lab 05 if it has no credentials yet")
 			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token from lab 03 for the join (default: make one)")
 			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; renewed every quarter of it. Keep the controller-manager's --node-monitor-grace-period well above the renew interval")
 			fs.DurationVar(&o.renewFor, "renew-for", 25*time.Second, "how long to renew before stopping")

@@ -47,7 +47,7 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "03-bootstrap-token",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR, from lab 00)")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
 			fs.DurationVar(&o.ttl, "ttl", bootstrap.DefaultTTL, "how long the token lives; the controller-manager's tokencleaner deletes it afterwards")
 			fs.BoolVar(&o.autoApprove, "auto-approve", true, "put the token in group "+bootstrap.AutoApproveGroup+", whose node CSRs the controller-manager approves; false = a human must approve (lab 04 --approve=manual)")
 			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "do not make a token: check this one and say who it authenticates as, or why not")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/bootstrap"
 )
 
@@ -35,8 +36,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "04-csr",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
-			fs.StringVar(&o.nodeName, "node-name", "lab-node-04", "the node to get a certificate for (CN=system:node:NAME)")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node04, "the node to get a certificate for (CN=system:node:NAME)")
 			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token to request with (default: make one; in the auto-approve group only for --approve=auto)")
 			fs.StringVar(&o.approve, "approve", "auto", "who approves: auto (the controller-manager, for tokens in "+bootstrap.AutoApproveGroup+"), admin (we do, like kubectl certificate approve), manual (you do)")
 			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the certificate")

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
@@ -45,8 +46,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "05-register-node",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the token (default: $KUBECONFIG, else admin.kubeconfig in the state folder, .labs/ or $LABS_STATE_DIR)")
-			fs.StringVar(&o.nodeName, "node-name", "lab-node-05", "name of the node to join")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node05, "name of the node to join")
 			labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token from lab 03 (default: make one, 10 min; in the auto-approve group only for --approve=auto)")
 			fs.StringVar(&o.approve, "approve", "auto", "who approves the node's CSR: auto (the controller-manager), admin (the lab, as kubectl certificate approve does) or manual (you run the kubectl certificate approve command it prints)")
 			fs.IntVar(&o.leaseSeconds, "node-lease-duration-seconds", lease.DefaultLeaseDurationSeconds, "lease duration; the lease is renewed every quarter of it (kubelet: nodeLeaseDurationSeconds)")

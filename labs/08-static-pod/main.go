@@ -21,6 +21,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/mycore/mirror"
 	"kubelet-labs/mycore/podconfig"
@@ -46,8 +47,8 @@ func main() {
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-08", "name of the node to join; static pods are named NAME-<node-name>")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+	fs.StringVar(&o.nodeName, "node-name", labnames.Node08, "name of the node to join; static pods are named NAME-<node-name>")
 	fs.StringVar(&o.manifests, "manifests", "", "static pod folder (kubelet: staticPodPath) (default: manifests/ in the node's state folder, nodes/<node-name>/)")
 	fs.DurationVar(&o.fileCheck, "file-check-frequency", podconfig.DefaultFileCheckFrequency, "how often the folder is listed again besides inotify (kubelet: fileCheckFrequency)")
 	fs.DurationVar(&o.housekeeping, "housekeeping-interval", 2*time.Second, "how often mirror pods are reconciled and orphans deleted (kubelet: housekeepingPeriod, fixed at 2s)")

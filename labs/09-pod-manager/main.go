@@ -26,6 +26,7 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labrecord"
 	"kubelet-labs/mycore/podconfig"
@@ -48,8 +49,8 @@ func main() {
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-	fs.StringVar(&o.nodeName, "node-name", "lab-node-09", "name of the node to join; pods bound to it (spec.nodeName) are watched")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+	fs.StringVar(&o.nodeName, "node-name", labnames.Node09, "name of the node to join; pods bound to it (spec.nodeName) are watched")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
 }
 

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labrecord"
 	"kubelet-labs/internal/labruntime"
@@ -61,8 +62,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "10-pod-workers",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-			fs.StringVar(&o.nodeName, "node-name", "lab-node-10", "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node10, "name of the node to join; pods bound to it (spec.nodeName) get pod workers")
 			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
 			fs.DurationVar(&o.relist, "relist-period", time.Second, "PLEG relist period (kubelet: 1s, kubelet.go genericPlegRelistPeriod)")
 			fs.DurationVar(&o.resync, "sync-frequency", podworkers.DefaultResyncInterval, "resync a pod this long after a good sync (kubelet: --sync-frequency)")

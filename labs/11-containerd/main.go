@@ -89,7 +89,7 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 	// What the kubelet does at start-up (PreInitRuntimeService): dial, then
 	// Version and ImageFsInfo once. No answer, no kubelet; our Dial turns
 	// each way this fails into a sentence.
-	c, err := cri.Dial(ctx, o.endpoint, cri.WithTimeout(o.timeout))
+	c, err := cri.Dial(ctx, o.endpoint, cri.WithTimeout(o.timeout), cri.WithStartHint(labruntime.UpHint))
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,12 @@ import (
 	"context"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 )
 
 func main() {
-	o := labnode.Defaults("12-pleg-containerd", "lab-node-12")
+	o := labnode.Defaults("12-pleg-containerd", labnames.Node12)
 	labenv.Main(labenv.Lab{
 		Name:  "12-pleg-containerd",
 		Flags: o.Register,

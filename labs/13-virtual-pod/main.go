@@ -28,6 +28,7 @@ import (
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/labs/13-virtual-pod/virtualnode"
 	"kubelet-labs/mycore/node"
@@ -50,8 +51,8 @@ func main() {
 	labenv.Main(labenv.Lab{
 		Name: "13-virtual-pod",
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, and who makes the bootstrap token (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
-			fs.StringVar(&o.nodeName, "node-name", "lab-node-13", "name of the node to join; pods bound to it (spec.nodeName) are run here")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
+			fs.StringVar(&o.nodeName, "node-name", labnames.Node13, "name of the node to join; pods bound to it (spec.nodeName) are run here")
 			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the join may take (certificate issued, node Ready)")
 			fs.DurationVar(&o.cacheTick, "cache-tick", 100*time.Millisecond, "how often the pod cache is declared complete (a PLEG does it once per relist, 1s)")
 			fs.DurationVar(&o.statusSync, "status-sync", status.DefaultSyncPeriod, "the status manager's full reconcile period (kubelet: 10s)")

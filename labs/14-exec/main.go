@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/14-exec/visitor"
@@ -34,7 +35,7 @@ import (
 )
 
 // defaultNodeName is the node shell.yaml's pod is bound to.
-const defaultNodeName = "lab-node-14"
+const defaultNodeName = labnames.Node14
 
 type options struct {
 	kubeconfig   string
@@ -50,7 +51,7 @@ type options struct {
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig: the server, its CA, who makes the bootstrap token and approves the serving CSR (default: $KUBECONFIG, else the state folder's admin.kubeconfig)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage)
 	fs.StringVar(&o.nodeName, "node-name", defaultNodeName, "name of the node to join; pods bound to it (spec.nodeName) run here")
 	o.runtime.Register(fs, labruntime.Mock)
 	fs.StringVar(&o.address, "address", "", "address the node server listens on (the kubelet's --address) (default: this machine's address on its route to the apiserver, which dials the node back there: 127.0.0.1 on lab 00, the Docker bridge's address on kind); 0.0.0.0 = all addresses")

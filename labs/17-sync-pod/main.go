@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/17-sync-pod/mocktmp"
@@ -34,7 +35,7 @@ const (
 )
 
 func main() {
-	o := labnode.Defaults("17-sync-pod", "lab-node-17")
+	o := labnode.Defaults("17-sync-pod", labnames.Node17)
 	o.Kubelet.BackOffInitial, o.Kubelet.BackOffMax = labBackOffInitial, labBackOffMax
 	labenv.Main(labenv.Lab{
 		Name:  "17-sync-pod",

@@ -1,10 +1,16 @@
-// Package node is our kubelet's Node object: registering it, and keeping its
-// status — conditions, capacity, addresses — up to date, the way the kubelet
-// does in pkg/kubelet/kubelet_node_status.go and pkg/kubelet/nodestatus/
-// setters.go (Kubernetes v1.36.3), cut down to what our nodes can honestly
-// report: this machine's OS, kernel and IDs as cAdvisor reads them (host.go),
-// and the runtime's name and version from its CRI Version call — or none,
-// for the nodes of the labs that run no runtime.
+// Package node is the Node object of a node of ours and the join that
+// makes it (Join: TLS bootstrap, registration, heartbeats), no more of the
+// node: registering it in the API and keeping its status — conditions,
+// capacity, addresses — up to date. The pods' ConfigMaps and Secrets are
+// mycore/nodeobjects, a lab's whole node start-up (join, then our kubelet)
+// is internal/labnode, the real kubelet as a node is mylib/fakenode.
+//
+// Status is kept the way the kubelet does in
+// pkg/kubelet/kubelet_node_status.go and pkg/kubelet/nodestatus/setters.go
+// (Kubernetes v1.36.3), cut down to what our nodes can honestly report:
+// this machine's OS, kernel and IDs as cAdvisor reads them (host.go), and
+// the runtime's name and version from its CRI Version call — or none, for
+// the nodes of the labs that run no runtime.
 //
 // Two rules that are easy to get wrong:
 //   - registering never confuses "cannot tell" with "does not exist": the

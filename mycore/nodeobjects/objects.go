@@ -1,4 +1,5 @@
-// Package nodeobjects gets the ConfigMaps and Secrets a node's pods name,
+// Package nodeobjects is not about the Node object (that is mycore/node):
+// it gets the ConfigMaps and Secrets a node's pods name, as that node,
 // for their volumes (mycore/volumes) and their environment (envFrom,
 // configMapKeyRef, secretKeyRef). It is the kubelet's configMapManager and
 // secretManager (kubelet.go:650-670), imported from upstream

@@ -14,12 +14,14 @@ import (
 )
 
 // The rest of kubecontainer.Runtime: what kuberuntime does to change the
-// node (sync, kill, pull, GC, logs...). The PLEG never calls these; later
-// labs write their own versions of the ones they teach (syncPod, killPod)
-// on top of mycore/cri. Each returns an error that names the method.
+// node (sync, kill, pull, GC, logs...). The PLEG never calls these; labs
+// 15-17 write the ones they teach (SyncPod, KillPod, GC) in
+// mycore/kuberuntime, on top of mycore/cri. Each returns an error that
+// names the method and says where the real one is, for whoever hands this
+// runtime to code that changes pods.
 
 func notImplemented(method string) error {
-	return fmt.Errorf("kubecontainer.Runtime.%s: %w (mycore/plegruntime implements what the PLEG needs: GetPods, GetPod, GetPodStatus)", method, ErrNotImplemented)
+	return fmt.Errorf("kubecontainer.Runtime.%s: %w (mycore/plegruntime is the runtime as the PLEG reads it: GetPods, GetPod, GetPodStatus; pods are started and stopped by mycore/kuberuntime.Manager)", method, ErrNotImplemented)
 }
 
 // SyncPod is not implemented; PodSyncResult carries the error.

@@ -1,5 +1,6 @@
-// Package nodewatch prints what a learner should notice while lab 01's
-// fake node starts and runs, and nothing else: the TLS bootstrap done (the
+// Package nodewatch runs no node: it watches lab 01's fake node (the real
+// kubelet, mylib/fakenode) from outside and prints what a learner should
+// notice while it starts and runs, and nothing else: the TLS bootstrap done (the
 // client certificate appears), the Node registered, the Node Ready and
 // where the apiserver reaches its kubelet, then each phase change of the
 // pods bound to it. It looks from outside, as kubectl would: files in the

@@ -1,7 +1,9 @@
-// Package virtualnode is lab 13's node without containers: a teaching copy
+// Package virtualnode is lab 13's node without containers — a teaching copy
 // of the kubelet's sync loop and of its four sync methods, around a
-// runtime that runs no containers. It is not our kubelet: that is
-// mycore/mykubelet (labs 17 and 18), and upstream's is pkg/kubelet.
+// runtime that runs no containers — where every other node of ours runs
+// mycore/mykubelet on a CRI runtime (internal/labnode starts those). It is
+// not our kubelet: that is mycore/mykubelet (labs 17 and 18), and
+// upstream's is pkg/kubelet.
 //
 // Why a copy: the lab shows that the kubelet's structure — pod manager, pod
 // workers, pod cache, status manager — does not depend on containers.

@@ -22,11 +22,12 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/bootstrap"
 )
 
 // User is a user the cluster CA vouches for and RBAC grants nothing.
-const User = "lab-14-visitor"
+const User = labnames.Visitor14
 
 // Files are the paths of the visitor's certificate and key (PEM).
 type Files struct{ Cert, Key string }
