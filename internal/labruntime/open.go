@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"kubelet-labs/internal/containerdenv"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mylib/fakecri"
@@ -32,15 +33,15 @@ const (
 // them offline); the mock is given the same names, so one pod manifest runs
 // on both. The one definition of these names.
 const (
-	PauseImage   = "localhost/kubelet-labs/pause:1.0"
-	BusyboxImage = "localhost/kubelet-labs/busybox:1.35.0"
+	PauseImage   = containerdenv.PauseImage
+	BusyboxImage = containerdenv.BusyboxImage
 )
 
 // UpHint is the one command that starts the course's containerd; it is the
 // only command of the course that needs root. Open names it in the dial
 // error when containerd is not there (cri.WithStartHint): the CRI client,
 // a library, knows no command of the course.
-const UpHint = "sudo scripts/containerd-up.sh"
+const UpHint = containerdenv.UpHint
 
 // Kinds lists every --runtime value, for flag help and errors.
 func Kinds() []string {

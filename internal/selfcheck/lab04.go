@@ -23,6 +23,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/mycore/bootstrap"
 )
 
@@ -55,14 +56,14 @@ func checkLab04(ctx context.Context, e *Env) []Result {
 		return NoCluster(err)
 	}
 	byHand := e.StatePath("04-csr", "by-hand")
-	node := e.StatePath("nodes", "lab-node-04")
+	node := e.StatePath("nodes", labnames.Node04)
 	return []Result{
 		lab04HandClient(ctx, kube, byHand, caPEM),
 		lab04Lifetimes(csrs.Items),
 		lab04HandServing(ctx, kube, byHand),
 		lab04ApprovedBy(csrs.Items, "AutoApproved", "auto-approved by the controller-manager's csrapproving controller", lab04Auto),
 		lab04ApprovedBy(csrs.Items, "KubeletLabsApprove", "approved by the lab with the admin client", lab04Admin),
-		nodeCredentials(ctx, kube, node, "lab-node-04", e.Server(), caPEM, lab04Auto),
+		nodeCredentials(ctx, kube, node, labnames.Node04, e.Server(), caPEM, lab04Auto),
 		lab04Pending(ctx, kube, node),
 	}
 }
@@ -101,7 +102,7 @@ func lab04Lifetimes(csrs []certificatesv1.CertificateSigningRequest) Result {
 	for _, want := range []struct {
 		node    string
 		seconds int32
-	}{{"lab-node-04", 3600}, {"lab-node-04b", 63072000}} {
+	}{{labnames.Node04, 3600}, {"lab-node-04b", 63072000}} {
 		found := false
 		for i := range csrs {
 			c := &csrs[i]
@@ -212,7 +213,7 @@ func lab04Pending(ctx context.Context, kube kubernetes.Interface, dir string) Re
 	if !ok {
 		return NotYet(fmt.Sprintf("lab-node-04: kubelet-client.key.tmp holds a %T", key), "delete it and "+lab04Manual)
 	}
-	name, err := csrNameOf(signer.Public(), "lab-node-04")
+	name, err := csrNameOf(signer.Public(), labnames.Node04)
 	if err != nil {
 		return NotYet("lab-node-04: "+err.Error(), lab04Manual)
 	}

@@ -22,9 +22,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
 	"kubelet-labs/internal/labenv"
+	"kubelet-labs/internal/labnames"
 	"kubelet-labs/internal/labnode"
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/labs/18-mykubelet/fleetmode"
@@ -34,7 +36,7 @@ import (
 )
 
 // DefaultNodeName is the single node's name.
-const DefaultNodeName = "mykubelet"
+const DefaultNodeName = labnames.Node18
 
 // options are the flags of the single node; fleet holds fleet mode's
 // (--nodes N and the flags only it reads).
@@ -59,10 +61,13 @@ type options struct {
 	clusterDNS    string // comma-separated IPs; "" is none, the kubelet's default
 	clusterDomain string
 	fleet         fleetmode.Options
+	// clock is the node's (mykubelet.Options.Clock); no flag sets it: nil
+	// is the real clock, and tests step a fake one instead of waiting.
+	clock clock.WithTicker
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (default: $KUBECONFIG, else the state folder's admin.kubeconfig): one node gets its bootstrap token and serving certificate approved through it; in fleet mode every node shares its credential")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", labenv.KubeconfigUsage+"; one node gets its bootstrap token and serving certificate approved through it, in fleet mode every node shares its credential")
 	fs.DurationVar(&o.relist, "relist-period", mykubelet.DefaultRelistPeriod, "each node's PLEG relists its runtime this often (kubelet: 1s)")
 	labenv.RegisterTokenFlags(fs, &o.token, &o.tokenFile, "bootstrap token to join with, e.g. lab 03's (default: make one with the admin kubeconfig)")
 	fs.StringVar(&o.nodeName, "node-name", DefaultNodeName, "name of the node; pods with spec.nodeName=NAME run here")
@@ -207,6 +212,7 @@ func run(ctx context.Context, o options, out *labenv.Printer, onReady func(*node
 			StaticPodPath: static, ShutdownGracePeriod: grace,
 			ContainerLogMaxSize: logMaxSize, ContainerLogMaxFiles: o.logMaxFiles,
 			ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain,
+			Clock: o.clock,
 		},
 		Server: &labnode.ServerOptions{Address: o.address, Port: o.port, WebSockets: true},
 		View:   o.view,

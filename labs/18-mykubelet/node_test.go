@@ -34,7 +34,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startNode runs the single node in-process as nodeName on runtime (a
 // --runtime value) at endpoint, with a fast crash-loop back-off.
-func startNode(t *testing.T, nodeName, runtime, endpoint string) *testenv.Lab[*nodeLab] {
+func startNode(t *testing.T, nodeName, runtime, endpoint string, more ...func(*options)) *testenv.Lab[*nodeLab] {
 	t.Helper()
 	cp := testenv.ControlPlane(t)
 	dir := t.TempDir()
@@ -43,6 +43,9 @@ func startNode(t *testing.T, nodeName, runtime, endpoint string) *testenv.Lab[*n
 		runtime: labruntime.Flags{Kind: runtime, Endpoint: endpoint, PodLogsDir: filepath.Join(dir, "pod-logs")},
 		address: "127.0.0.1", port: 0, relist: time.Second, backOffInit: time.Second, backOffMax: 4 * time.Second,
 		shutdownGrace: 10 * time.Second, timeout: time.Minute}
+	for _, f := range more {
+		f(&o)
+	}
 	return testenv.StartLab(t, func(ctx context.Context, out io.Writer, onReady func(*nodeLab)) error {
 		return run(ctx, o, labenv.NewPrinter(out), onReady)
 	})

@@ -84,7 +84,7 @@ func TestLiveViewInABrowser(t *testing.T) {
 		{"the config ADD", some(web, "config", call("ADD"))},
 		{"computePodActions", some(web, "decision", "true")},
 		{"the sandbox (RunPodSandbox)", some(web, "cri", call("RunPodSandbox"))},
-		{"the container's start", some(web, "cri", call("CreateContainer+StartContainer"))},
+		{"the container's start", some(web, "cri", call("StartContainer"))},
 		{"a PLEG event", some(web, "pleg", call("ContainerStarted"))},
 		{"the readiness probe's success", some(web, "probe", "c.textContent.startsWith('readiness Success')")},
 		{"a status post of Running and ready", some(web, "status", "c.textContent.includes('Running') && c.title.includes('ready')")},

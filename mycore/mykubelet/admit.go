@@ -18,8 +18,12 @@ import (
 	"kubelet-labs/mycore/podconfig"
 )
 
-// HandlePodAdditions is the kubelet's (kubelet.go:2832-2908) with the
-// admission our node does: pods oldest first, each into the pod manager,
+// HandlePodAdditions is the kubelet's (k8s.io/kubernetes@v1.36.3
+// pkg/kubelet/kubelet.go:2832-2908) with the admission our node does, and
+// the last of three layers of it: it overrides the embedded
+// podworkers.Handlers.HandlePodAdditions (which admits every pod, for the
+// labs without admission) and, like it, leaves the pod manager's part to
+// podconfig.ManagerHandler. Pods oldest first, each into the pod manager,
 // then — unless it is already terminal or being stopped — admitted or
 // rejected, and only an admitted pod goes to its worker. A rejected pod
 // never runs: it is Failed with the reason (rejectPod, kubelet.go:2589).

@@ -15,8 +15,9 @@ const (
 
 // pastActiveDeadline reports whether the pod has been active on the node
 // for its spec.activeDeadlineSeconds or longer — upstream's
-// activeDeadlineHandler (pkg/kubelet/active_deadline.go). Lab 18's
-// exercise: today no pod ever is.
+// activeDeadlineHandler (pkg/kubelet/active_deadline.go), which reads the
+// time from the kubelet's clock: here k.clock (Options.Clock), which a
+// test steps instead of waiting. Lab 18's exercise: today no pod ever is.
 func (k *Kubelet) pastActiveDeadline(pod *v1.Pod) bool {
 	return false
 }

@@ -16,6 +16,14 @@
 //	                          └─ HandlePodCleanups    status manager ──▶ apiserver
 //	                                                  mirror pods   ──▶ apiserver
 //
+// The PLEG is upstream's, imported (pkg/kubelet/pleg, NewGenericPLEG,
+// generic.go:135): there is no PLEG package in mycore. It reads the
+// runtime through mycore/plegruntime; docs/architecture.md says why.
+//
+// The clock is given (Options.Clock, nil for the real one): the PLEG, the
+// back-offs, the pod workers, the prober, the status manager and
+// housekeeping all read it, so a test steps it instead of sleeping.
+//
 // A static pod runs from a file alone; the apiserver only shows it, as a
 // mirror pod that SyncPod creates (and replaces when the manifest
 // changes), that carries the static pod's status, and that housekeeping

@@ -2,7 +2,6 @@ package mykubelet
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	kubeletpkg "k8s.io/kubernetes/pkg/kubelet"
@@ -71,10 +70,10 @@ func (k *Kubelet) handlePodCleanups(ctx context.Context) {
 // Nothing is collected before the pod source delivered its first list:
 // until then every pod looks gone.
 func (k *Kubelet) collectGarbage(ctx context.Context) {
-	if !k.sourcesReady || time.Since(k.lastGC) < k.o.GCPeriod {
+	if !k.sourcesReady || k.clock.Since(k.lastGC) < k.o.GCPeriod {
 		return
 	}
-	k.lastGC = time.Now()
+	k.lastGC = k.clock.Now()
 	res, err := k.manager.GarbageCollect(ctx, kuberuntime.GCOptions{
 		Policy: kuberuntime.DefaultGCPolicy, Pods: k.workers, AllSourcesReady: true,
 		// only what this node made: the runtime may be shared (NodeLabel)

@@ -16,21 +16,22 @@ import (
 
 // TestHousekeepingAfterARestart is a kubelet restart: the containers of a
 // node run on while its kubelet is down, and one pod is deleted meanwhile.
-// The new kubelet's housekeeping (every 100 ms here) must not act before
-// its pod source has delivered its first list — until then every pod
-// looks gone, and killing them would stop a whole node's work at each
-// restart. Once the list came, the pod that is still wanted runs on
-// untouched (same container, no restart) and the one nobody wants any more
-// is killed as an orphan.
+// The new kubelet's housekeeping must not act before its pod source has
+// delivered its first list — until then every pod looks gone, and killing
+// them would stop a whole node's work at each restart. Once the list came,
+// the pod that is still wanted runs on untouched (same container, no
+// restart) and the one nobody wants any more is killed as an orphan.
 //
 // The pod source is Options.Updates, fed by the test, so the first list
 // comes exactly when the test says; the pods exist in the apiserver too,
-// where the status manager posts.
+// where the status manager posts. The new kubelet's housekeeping ticks
+// come from its clock (nodeClock), by hand: the test knows when ten of
+// them have been handled, where it slept ten periods and hoped.
 func TestHousekeepingAfterARestart(t *testing.T) {
 	n := newNode(t, "t-housekeeping")
 	ns := n.namespace(t)
 	ctx := context.Background()
-	opts := Options{HousekeepingPeriod: 100 * time.Millisecond}
+	opts := Options{HousekeepingPeriod: 100 * time.Millisecond} // the first kubelet's, on the real clock
 
 	keep := n.createPod(t, ns, "keep", 30, "sleep infinity")
 	orphan := n.createPod(t, ns, "orphan", 30, "sleep infinity")
@@ -53,12 +54,16 @@ func TestHousekeepingAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A new kubelet whose source has not listed yet: ten housekeeping
-	// periods later nothing has been killed.
+	// A new kubelet whose source has not listed yet: ten housekeepings
+	// later nothing has been killed. (The eleventh tick taken means the
+	// ten before it were handled.)
 	second := make(chan kubetypes.PodUpdate, 1)
-	opts.Updates = second
+	clk := newNodeClock(t, time.Hour)
+	opts.Updates, opts.Clock, opts.HousekeepingPeriod = second, clk, clk.hand
 	n.start(t, opts)
-	time.Sleep(10 * opts.HousekeepingPeriod)
+	for range 11 {
+		clk.housekeeping(t)
+	}
 	for _, id := range []string{keepID, orphanID} {
 		if st := n.containerState(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Fatalf("container %s is %s before the pod source listed: housekeeping acted on pods that only looked gone", id, st.State)
@@ -68,6 +73,7 @@ func TestHousekeepingAfterARestart(t *testing.T) {
 	// The first list: only keep.
 	second <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.ApiserverSource, Pods: []*v1.Pod{keep}}
 	testenv.PollNil(t, "the orphan's container stopped", patient, func() error {
+		clk.housekeeping(t) // one per try
 		if st := n.containerState(t, orphanID); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			return fmt.Errorf("container %s is %s", orphanID, st.State)
 		}

@@ -141,6 +141,17 @@ type Options struct {
 	// (node.Config.InitialNode): admission's Node while the cache has
 	// none, as the kubelet's initialNode. nil: a GET of the Node.
 	InitialNode func() *v1.Node
+	// Clock is the time the node acts on (nil: the real clock), as the
+	// kubelet's clock field (kubelet.go:642, :1520-1522) and as KWOK's
+	// controllers take theirs: the housekeeping tick and container GC,
+	// the active deadline (deadline.go), the crash-loop back-off, the pod
+	// workers' resync queue and timestamps, the probes' periods, the
+	// status manager's start times and periodic sync, the PLEG's relist
+	// times and health, the graceful shutdown's wait. A test steps a fake
+	// one (k8s.io/utils/clock/testing) instead of sleeping. Times the
+	// runtime reports (a container's startedAt, finishedAt) are its own:
+	// a fake clock should start at the real time, as NewFakeClock(time.Now()).
+	Clock clock.WithTicker
 }
 
 // Kubelet is one running node. Build it with New, run it with Run.
@@ -151,6 +162,7 @@ type Kubelet struct {
 	podworkers.Handlers
 
 	o       Options
+	clock   clock.WithTicker // Options.Clock, or the real one
 	journal *journal.Bus
 	pods    kubepod.Manager
 	cache   kubecontainer.Cache
@@ -220,14 +232,18 @@ func New(o Options) (*Kubelet, error) {
 	def(&o.BackOffMax, DefaultBackOffMax)
 	def(&o.GCPeriod, DefaultGCPeriod)
 	def(&o.FileCheckFrequency, podconfig.DefaultFileCheckFrequency)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	k := &Kubelet{
 		o:       o,
+		clock:   o.Clock,
 		journal: o.Journal,
 		pods:    kubepod.NewBasicPodManager(),
 		cache:   kubecontainer.NewCache(),
 		runtime: plegruntime.New(o.CRI, plegruntime.WithLabels(map[string]string{NodeLabel: o.NodeName})),
 		plegCh:  make(chan *pleg.PodLifecycleEvent, plegChannelCapacity),
-		backOff: flowcontrol.NewBackOff(o.BackOffInitial, o.BackOffMax),
+		backOff: flowcontrol.NewFakeBackOff(o.BackOffInitial, o.BackOffMax, o.Clock), // NewBackOff on our clock
 		reasons: newReasonCache(),
 	}
 	k.liveness, k.readiness, k.startup = proberesults.NewManager(), proberesults.NewManager(), proberesults.NewManager()
@@ -274,14 +290,20 @@ func New(o Options) (*Kubelet, error) {
 	k.manager = kuberuntime.New(o.CRI, ro)
 	// The PLEG is upstream's, unchanged: it lists the runtime every
 	// RelistPeriod, writes the pod cache and sends an event per change.
+	// It stamps the cache with our clock, where upstream gives it
+	// clock.RealClock{} (kubelet.go:867) beside the workers' klet.clock,
+	// which is real outside tests too: each worker waits for a cache newer
+	// than its last sync (GetNewerThan), read from the workers' clock, so
+	// the two must be one clock, or a fake one stepped ahead stalls them.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
 		&pleg.RelistDuration{RelistPeriod: o.RelistPeriod, RelistThreshold: DefaultRelistThreshold},
-		relistWatch{Cache: k.cache, journal: k.journal, threshold: DefaultRelistThreshold, now: time.Now}, clock.RealClock{}).(*pleg.GenericPLEG)
+		relistWatch{Cache: k.cache, journal: k.journal, threshold: DefaultRelistThreshold, now: k.clock.Now}, k.clock).(*pleg.GenericPLEG)
 	w, err := podworkers.New(podworkers.Options{
 		Syncer:         &syncer{k: k},
 		Cache:          k.cache,
 		ResyncInterval: o.ResyncInterval,
 		OnEvent:        k.onWorkerEvent,
+		Clock:          k.clock, // upstream: the work queue's klet.clock (kubelet.go:735), podWorkers.clock (pod_workers.go:620-621)
 	})
 	if err != nil {
 		return nil, err
@@ -292,13 +314,13 @@ func New(o Options) (*Kubelet, error) {
 	// 212): the status manager re-posts a status someone else overwrote,
 	// deletes a finished pod the pod source shows deleted, and forgets a
 	// last write once the pod source has delivered it.
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Clock: k.clock, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and
 	// run exec probes through the runtime manager (CRI ExecSync).
 	k.probes = prober.NewManager(prober.Options{Runner: k.manager, Status: k.status,
-		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.probeLog, Recorder: k.recorder})
+		Liveness: k.liveness, Readiness: k.readiness, Startup: k.startup, Log: k.probeLog, Recorder: k.recorder, Clock: k.clock})
 	// The container log manager (kubelet.go:720-732): the runtime writes
 	// the logs, only the kubelet bounds them. Only this node's containers:
 	// the course's nodes share one runtime.
@@ -361,9 +383,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		updates, own = podconfig.Watch(node, k.o.Client, k.o.NodeName), true
 	}
 	files := k.fileSource(node) // nil without StaticPodPath
-	housekeeping := time.NewTicker(k.o.HousekeepingPeriod)
+	housekeeping := k.clock.NewTicker(k.o.HousekeepingPeriod)
 	defer housekeeping.Stop()
-	k.syncLoop(ctx, updates, files, housekeeping.C)
+	k.syncLoop(ctx, updates, files, housekeeping.C())
 	if k.o.ShutdownGracePeriod > 0 {
 		k.shutdown(node)
 		k.releaseVolumes(node) // volumes.go
@@ -401,9 +423,6 @@ func (k *Kubelet) Status() *status.Manager { return k.status }
 
 // Runtime is the PLEG's view of the runtime (kubecontainer.Runtime).
 func (k *Kubelet) Runtime() *plegruntime.Runtime { return k.runtime }
-
-// PodCache is the cache the PLEG writes and the workers wait on.
-func (k *Kubelet) PodCache() kubecontainer.Cache { return k.cache }
 
 // Healthy is the PLEG's health, as the kubelet's /healthz reports it.
 func (k *Kubelet) Healthy() error {

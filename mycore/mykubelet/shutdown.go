@@ -56,7 +56,7 @@ func (k *Kubelet) shutdown(ctx context.Context) {
 		wg.Go(func() {
 			select {
 			case <-done:
-			case <-time.After(wait):
+			case <-k.clock.After(wait):
 				k.log("shutdown %s not stopped after %s: the runtime did not kill it in time", klog.KObj(pod), wait)
 			case <-ctx.Done():
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +120,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	// worker would retry forever (:2343-2352).
 	rp, err := k.runtime.GetPod(ctx, pod.UID)
 	if errors.Is(err, kubecontainer.ErrPodNotFound) {
-		rp, err = &kubecontainer.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: time.Now()}, nil
+		rp, err = &kubecontainer.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: k.clock.Now()}, nil
 	}
 	if err != nil {
 		return fmt.Errorf("unable to get pod prior to final pod termination: %w", err)

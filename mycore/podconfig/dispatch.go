@@ -64,6 +64,14 @@ var _ Handler = ManagerHandler{}
 // HandlePodAdditions adds the pods, oldest first (kubelet.go:2835-2842):
 // after a restart every pod arrives in one ADD, and admission must see
 // them in the order they were created.
+//
+// It is the first of three layers, each a part of upstream's one
+// (*Kubelet).HandlePodAdditions (k8s.io/kubernetes@v1.36.3
+// pkg/kubelet/kubelet.go:2832-2908), so that a lab can stop at its part:
+// this one is only the pod manager's lines (labs 08 and 09, which have no
+// workers); podworkers.Handlers.HandlePodAdditions adds the pod workers
+// (lab 10); mycore/mykubelet's (*Kubelet).HandlePodAdditions adds
+// admission (our whole kubelet). Each of the others calls this one first.
 func (h ManagerHandler) HandlePodAdditions(_ context.Context, pods []*v1.Pod) {
 	sort.Sort(sliceutils.PodsByCreationTime(pods))
 	for _, p := range pods {

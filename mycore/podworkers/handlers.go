@@ -29,6 +29,14 @@ var _ podconfig.Handler = Handlers{}
 // HandlePodAdditions: into the pod manager, then a create for the worker
 // (kubelet.go:2832-2908; admission is the caller's: here every pod is
 // admitted).
+//
+// The second of three layers of upstream's (*Kubelet).HandlePodAdditions
+// (k8s.io/kubernetes@v1.36.3 pkg/kubelet/kubelet.go:2832-2908): the pod
+// manager's part is podconfig.ManagerHandler's (called first), this adds
+// the worker's UpdatePod(SyncPodCreate) (:2892-2897), or for a mirror pod
+// an update of its static pod (:2846-2859). It exists for a node without
+// admission (lab 10's); a node that admits overrides it (mycore/mykubelet's
+// (*Kubelet), lab 13's virtualnode.Loop) and keeps the other handlers.
 func (h Handlers) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	podconfig.ManagerHandler{Pods: h.Pods}.HandlePodAdditions(ctx, pods)
 	for _, p := range pods {

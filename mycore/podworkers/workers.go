@@ -324,11 +324,17 @@ func (w *Workers) Stop() {
 	// returns only when the cache is newer than the worker's last sync.
 	// Move the cache's clock forward until they have all left. This tells
 	// the cache "all data is fresh as of now", which is harmless: its
-	// readers are the workers that are stopping.
+	// readers are the workers that are stopping. The last sync was read
+	// from Options.Clock: a fake one may stand still or be ahead of the
+	// real time, so the cache is set just past the later of the two.
 	done := make(chan struct{})
 	go func() { w.workers.Wait(); close(done) }()
 	for {
-		w.opts.Cache.UpdateTime(time.Now())
+		now := w.opts.Clock.Now()
+		if real := time.Now(); real.After(now) {
+			now = real
+		}
+		w.opts.Cache.UpdateTime(now.Add(time.Nanosecond))
 		select {
 		case <-done:
 			w.loops.Wait()

@@ -18,6 +18,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubestatus "k8s.io/kubernetes/pkg/kubelet/status"
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
+	"k8s.io/utils/clock"
 )
 
 // DefaultSyncPeriod: how often every cached status is checked against the
@@ -50,6 +51,12 @@ type MirrorPods interface {
 type Options struct {
 	// SyncPeriod: full reconcile of every cached status; default 10s.
 	SyncPeriod time.Duration
+	// Clock paces the periodic sync and stamps status.startTime and the
+	// conditions' lastTransitionTime (nil: the real clock). Upstream reads
+	// metav1.Now() for both (:899, :1031); the kubelet's active deadline
+	// counts from that start time on the kubelet's clock
+	// (active_deadline.go:95), so a node with a fake clock needs both on it.
+	Clock clock.WithTicker
 	// Journal gets one entry per post (its version and delay after the
 	// change), delete and skipped write; Log, if Journal is nil, gets the
 	// same as lines; neither: silent.
@@ -128,6 +135,9 @@ func NewManager(client kubernetes.Interface, safety DeletionSafety, o Options) *
 	if o.SyncPeriod <= 0 {
 		o.SyncPeriod = DefaultSyncPeriod
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	return &Manager{
 		client: client, safety: safety, o: o, journal: journal.Or(o.Journal, o.Log),
 		statuses:    map[types.UID]versioned{},
@@ -142,7 +152,7 @@ func NewManager(client kubernetes.Interface, safety DeletionSafety, o Options) *
 // Upstream's Start (:267-295) runs the same loop under wait.Forever on a
 // ticker it never stops.
 func (m *Manager) Run(ctx context.Context) {
-	t := time.NewTicker(m.o.SyncPeriod)
+	t := m.o.Clock.NewTicker(m.o.SyncPeriod)
 	defer t.Stop()
 	for {
 		select {
@@ -150,7 +160,7 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case <-m.changed:
 			m.Sync(ctx, false)
-		case <-t.C:
+		case <-t.C():
 			m.Sync(ctx, true)
 		}
 	}
@@ -336,16 +346,16 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 	}
 	// A condition keeps its transition time while its status stays the
 	// same: what changes is a fact, not the moment we looked (:873-892).
+	now := metav1.NewTime(m.o.Clock.Now())
 	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.PodInitialized,
 		v1.PodReadyToStartContainers, v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting, v1.PodResizeInProgress} {
-		updateLastTransitionTime(&status, &old, t)
+		updateLastTransitionTimeAt(&status, &old, t, now)
 	}
 	// The start time is set once (:894-901).
 	if old.StartTime != nil && !old.StartTime.IsZero() {
 		status.StartTime = old.StartTime.DeepCopy()
 	} else if status.StartTime.IsZero() {
-		now := metav1.Now()
-		status.StartTime = &now
+		status.StartTime = now.DeepCopy()
 	}
 	if old.ObservedGeneration > status.ObservedGeneration {
 		status.ObservedGeneration = old.ObservedGeneration
@@ -365,13 +375,20 @@ func (m *Manager) updateLocked(pod *v1.Pod, status v1.PodStatus, force, finished
 	return true
 }
 
-// updateLastTransitionTime (:1025-1038).
+// updateLastTransitionTime (:1025-1038), at the real time as upstream's:
+// the stage file's mergePodStatus (terminal.go) calls it.
 func updateLastTransitionTime(status, old *v1.PodStatus, t v1.PodConditionType) {
+	updateLastTransitionTimeAt(status, old, t, metav1.Now())
+}
+
+// updateLastTransitionTimeAt is updateLastTransitionTime at now, the
+// manager's clock (Options.Clock).
+func updateLastTransitionTimeAt(status, old *v1.PodStatus, t v1.PodConditionType, now metav1.Time) {
 	_, c := podutil.GetPodCondition(status, t)
 	if c == nil {
 		return
 	}
-	c.LastTransitionTime = metav1.Now()
+	c.LastTransitionTime = now
 	if _, o := podutil.GetPodCondition(old, t); o != nil && o.Status == c.Status {
 		c.LastTransitionTime = o.LastTransitionTime
 	}

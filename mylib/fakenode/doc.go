@@ -1,5 +1,6 @@
-// Package fakenode runs the real kubelet (k8s.io/kubernetes v1.36.3) as a
-// "fake node": the kubelet's own start-up path (kubeletapp.Run: TLS
+// Package fakenode runs a whole node with the real kubelet (k8s.io/kubernetes
+// v1.36.3) — unlike mycore/node (our Node object and join) and
+// internal/labnode (our own kubelet's start-up) — as a "fake node": the kubelet's own start-up path (kubeletapp.Run: TLS
 // bootstrap through a CSR, client certificate rotation, node registration,
 // node status, the node lease, the pod workers, the kubelet server with
 // authentication and authorization) with fakes only at the edges — our mock
