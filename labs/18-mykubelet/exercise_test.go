@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"kubelet-labs/internal/labruntime"
@@ -34,7 +33,7 @@ func TestExercise(t *testing.T) {
 	testenv.Exercise(t)
 	const node = "t18-deadline"
 	const deadline = 10 * time.Minute
-	clk := followingClock(t) // before the node: it must keep going until the node has stopped
+	clk := testenv.FollowingClock(t) // before the node: it must keep going until the node has stopped
 	startNode(t, node, labruntime.Mock, "", func(o *options) { o.clock = clk })
 	admin := testenv.AdminClient(t)
 	ns := testenv.Namespace(t, admin, "lab18-exercise")
@@ -118,34 +117,6 @@ func TestExercise(t *testing.T) {
 				k.Name, deadlineOf(k), got.Status.Phase, got.Status.Reason, got.Status.StartTime)
 		}
 	}
-}
-
-// followingClock is a fake clock that keeps up with the real one — a
-// goroutine steps it every 10 ms until the test ends — so the node's
-// relists, resyncs and kills go on as on the real clock, and a test
-// jumps it ahead with Step instead of waiting. Make it before the node:
-// cleanups run last first, and the node's shutdown needs it moving.
-func followingClock(t *testing.T) *testingclock.FakeClock {
-	t.Helper()
-	last := time.Now()
-	clk := testingclock.NewFakeClock(last)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				clk.Step(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return clk
 }
 
 // deadlineOf says a pod's activeDeadlineSeconds.

@@ -36,24 +36,7 @@ var _ clock.WithTicker = (*nodeClock)(nil)
 // last sync, and the PLEG stamps the cache with this clock).
 func newNodeClock(t *testing.T, hand time.Duration) *nodeClock {
 	t.Helper()
-	last := time.Now()
-	c := &nodeClock{FakeClock: testingclock.NewFakeClock(last), hand: hand, ticks: make(chan time.Time)}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				c.Step(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+	c := &nodeClock{FakeClock: testenv.FollowingClock(t), hand: hand, ticks: make(chan time.Time)}
 	return c
 }
 
