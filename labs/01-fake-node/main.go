@@ -209,6 +209,11 @@ func run(ctx context.Context, o options, out *labenv.Printer) error {
 		Address: o.address, Port: o.port, NodeIP: o.nodeIP, NodeLeaseDuration: o.leaseDuration, MaxPods: o.maxPods, CPUs: o.cpus, MemoryBytes: uint64(mem.Value()),
 		ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain,
 	})
+	var running *fakenode.AlreadyRunningError
+	if errors.As(err, &running) {
+		// the library says what is wrong; how to name another node is this lab's
+		return fmt.Errorf("%w (NODE_NAME=… ./boot.sh, --node-name)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,6 @@ type AlreadyRunningError struct {
 }
 
 func (e *AlreadyRunningError) Error() string {
-	return fmt.Sprintf("node %s is already running from %s (pid %s): stop it first (Ctrl-C in its terminal, or kill %s), or start another node with another name (NODE_NAME=… ./boot.sh, --node-name)",
+	return fmt.Sprintf("node %s is already running from %s (pid %s): stop it first (Ctrl-C in its terminal, or kill %s), or start another node with another name",
 		e.NodeName, e.Dir, e.Pid, e.Pid)
 }
