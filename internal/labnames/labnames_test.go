@@ -4,17 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// pending are copies another change in flight removes (issue 40): the
-// file, and the name it still spells out. The test fails once the copy is
-// gone, so the entry cannot outlive it.
-var pending = map[string]string{}
+	"kubelet-labs/internal/testenv"
+)
 
 // TestNamesAreNotCopied: no lab and no self-check spells out a name this
 // package holds — a copy is what let a lab's default and the self-check
@@ -26,40 +21,14 @@ func TestNamesAreNotCopied(t *testing.T) {
 	if len(names) < 10 {
 		t.Fatalf("found %d names in labnames.go: the test reads it wrong", len(names))
 	}
-	seen := map[string]bool{}
-	for _, top := range []string{"labs", "internal"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			rel = filepath.ToSlash(rel)
-			if d.IsDir() && (rel == "internal/labnames" || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			for _, lit := range stringLiterals(t, path) {
-				name, ok := names[lit.value]
-				if !ok {
-					continue
-				}
-				if pending[rel] == lit.value {
-					seen[rel] = true
-					continue
-				}
-				t.Errorf("%s:%d spells out %q: use labnames.%s (internal/labnames), which the lab and its self-check share", rel, lit.line, lit.value, name)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	for _, src := range testenv.GoSources(t, root, "labs", "internal") {
+		if strings.HasPrefix(src.Rel, "internal/labnames/") {
+			continue
 		}
-	}
-	for file, name := range pending {
-		if !seen[file] {
-			t.Errorf("%s no longer spells out %q: remove it from pending", file, name)
+		for _, lit := range stringLiterals(src) {
+			if name, ok := names[lit.value]; ok {
+				t.Errorf("%s:%d spells out %q: use labnames.%s (internal/labnames), which the lab and its self-check share", src.Rel, lit.line, lit.value, name)
+			}
 		}
 	}
 }
@@ -95,18 +64,12 @@ type literal struct {
 	line  int
 }
 
-func stringLiterals(t *testing.T, path string) []literal {
-	t.Helper()
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-	if err != nil {
-		t.Fatal(err)
-	}
+func stringLiterals(src testenv.GoSource) []literal {
 	var out []literal
-	ast.Inspect(f, func(n ast.Node) bool {
+	ast.Inspect(src.File, func(n ast.Node) bool {
 		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 			if s, err := strconv.Unquote(lit.Value); err == nil {
-				out = append(out, literal{s, fset.Position(lit.Pos()).Line})
+				out = append(out, literal{s, src.Line(lit.Pos())})
 			}
 		}
 		return true
