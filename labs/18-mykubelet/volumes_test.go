@@ -149,10 +149,33 @@ func TestVolumesOnContainerd(t *testing.T) {
 		}
 		return false
 	})
+	// With init containers the kubelet's default waiting reason is
+	// PodInitializing, for every container (kubelet_pods.go:2499-2502):
+	// a volume that is not there yet does not change it (the conformance
+	// spec "InitContainer should not start app containers and fail the pod
+	// if init containers fail on a RestartNever pod" watches for it).
+	withInit := create(t, admin, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits-init", Namespace: ns},
+		Spec: v1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Volumes:        []v1.Volume{{Name: "later", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "later"}}}}},
+			InitContainers: []v1.Container{{Name: "init", Image: rt.BusyboxImage, Command: []string{"true"}}},
+			Containers: []v1.Container{{Name: "main", Image: rt.BusyboxImage, Command: []string{"sleep", "3600"},
+				VolumeMounts: []v1.VolumeMount{{Name: "later", MountPath: "/later"}}}}},
+	})
+	waitPod(t, admin, ns, withInit.Name, "waiting in PodInitializing (init and app containers) for its ConfigMap", func(p *v1.Pod) bool {
+		all := append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		for _, cs := range all {
+			if w := cs.State.Waiting; w == nil || w.Reason != "PodInitializing" || !strings.Contains(w.Message, `volume "later"`) {
+				return false
+			}
+		}
+		return len(all) == 2 && p.Status.Phase == v1.PodPending
+	})
 	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitPod(t, admin, ns, waiting.Name, "Running once its ConfigMap exists", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitPod(t, admin, ns, withInit.Name, "Running once its ConfigMap exists", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 
 	// A deleted pod's folder goes, its volumes with it.
 	podDir := filepath.Join(lab.L.node.Dir, "pods", string(waiting.UID))

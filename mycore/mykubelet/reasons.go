@@ -2,6 +2,7 @@ package mykubelet
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,19 @@ func (c *reasonCache) get(uid types.UID, name string) (reason, bool) {
 	defer c.mu.Unlock()
 	r, ok := c.m[uid][name]
 	return r, ok
+}
+
+// forgetMessages drops the pod's reasons whose message starts with
+// prefix (a failure of the kubelet's own, such as a volume, once it is
+// mended).
+func (c *reasonCache) forgetMessages(uid types.UID, prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, r := range c.m[uid] {
+		if strings.HasPrefix(r.message, prefix) {
+			delete(c.m[uid], name)
+		}
+	}
 }
 
 // forget drops a pod's reasons (when the pod is gone).

@@ -182,8 +182,10 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 		st.Conditions = append(st.Conditions, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue,
 			ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now()})
 	}
-	for i := range st.ContainerStatuses {
-		cs := &st.ContainerStatuses[i]
+	// the last start failure of each container, init containers too
+	// (convertToAPIContainerStatuses, which makes both, reads the reason
+	// cache at kubelet_pods.go:2731; kubectl shows Init:ErrImagePull from it)
+	for _, cs := range append(pointers(st.InitContainerStatuses), pointers(st.ContainerStatuses)...) {
 		if cs.State.Running != nil {
 			continue
 		}
@@ -197,6 +199,15 @@ func (k *Kubelet) generateStatus(pod *v1.Pod, podStatus *kubecontainer.PodStatus
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r.reason, Message: r.message}}
 	}
 	return st
+}
+
+// pointers points at each status of statuses.
+func pointers(statuses []v1.ContainerStatus) []*v1.ContainerStatus {
+	out := make([]*v1.ContainerStatus, len(statuses))
+	for i := range statuses {
+		out[i] = &statuses[i]
+	}
+	return out
 }
 
 func (k *Kubelet) nodeInfo() kuberuntime.PodIPs {

@@ -14,6 +14,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
 	"kubelet-labs/mycore/nodeobjects"
+	"kubelet-labs/mycore/status"
 	"kubelet-labs/mycore/volumes"
 )
 
@@ -37,23 +38,32 @@ func newVolumes(o Options, log func(string, ...any)) (*volumes.Manager, error) {
 
 // setUpVolumes is WaitForAttachAndMount in SyncPod (kubelet.go:2196):
 // the pod's containers start only once every volume is there. A volume
-// that cannot be made keeps each container Waiting in ContainerCreating,
-// the message saying which volume and why (upstream says it in a
-// FailedMount event), and the sync fails: the workers retry it after
-// their back-off, so a ConfigMap created later is found then.
+// that cannot be made keeps each container in the kubelet's default
+// waiting state — PodInitializing when the pod has init containers, else
+// ContainerCreating (kubelet_pods.go:2499-2502) — and the sync fails: the
+// workers retry it after their back-off, so a ConfigMap created later is
+// found then. Upstream says which volume and why only in a FailedMount
+// event; ours says it in the containers' waiting message too, and takes
+// it back once the volumes are there, so a later status does not show an
+// old failure (the reasons of a start the runtime made stay).
 func (k *Kubelet) setUpVolumes(pod *v1.Pod) error {
 	if k.volumes == nil {
 		return nil
 	}
 	err := k.volumes.SetUp(pod)
 	if err == nil {
+		k.reasons.forgetMessages(pod.UID, mountFailed)
 		return nil
 	}
-	msg := fmt.Sprintf("MountVolume.SetUp failed: %v", err)
+	msg := mountFailed + err.Error()
+	waiting := status.ContainerCreating
+	if len(pod.Spec.InitContainers) > 0 {
+		waiting = status.PodInitializing
+	}
 	var r kubecontainer.PodSyncResult
 	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		sr := kubecontainer.NewSyncResult(kubecontainer.StartContainer, c.Name)
-		sr.Fail(errors.New("ContainerCreating"), msg)
+		sr.Fail(errors.New(waiting), msg)
 		r.AddSyncResult(sr)
 	}
 	k.reasons.update(pod.UID, r)
@@ -61,6 +71,9 @@ func (k *Kubelet) setUpVolumes(pod *v1.Pod) error {
 	k.log("sync    %s: %s", klog.KObj(pod), msg)
 	return fmt.Errorf("unmounted volumes of pod %s: %w", klog.KObj(pod), err)
 }
+
+// mountFailed starts the waiting message of a volume that cannot be made.
+const mountFailed = "MountVolume.SetUp failed: "
 
 func (k *Kubelet) podStatusOrEmpty(pod *v1.Pod) *kubecontainer.PodStatus {
 	if ps, err := k.cache.Get(pod.UID); err == nil && ps != nil {
