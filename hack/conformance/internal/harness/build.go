@@ -244,9 +244,20 @@ func (l *Layout) solvedCopy(name, patch string) (string, error) {
 	if err := checkout.Copy(l.Repo, dir); err != nil {
 		return "", err
 	}
-	out, err := exec.Command("git", "-C", dir, "apply", "--whitespace=nowarn", filepath.Join(l.Repo, "solutions", patch)).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git apply solutions/%s (in a copy of the checkout): %v: %s", patch, err, bytes.TrimSpace(out))
+	// The copy is in the state folder, which may be inside the checkout
+	// (.labs/): git would take the checkout for the copy's repository,
+	// and `git apply` in a subfolder of a repository skips every path
+	// outside that subfolder — all of them — and says nothing. With the
+	// copy's parent as a ceiling, git finds no repository and patches the
+	// folder as patch(1) would; the reverse check proves it did.
+	file := filepath.Join(l.Repo, "solutions", patch)
+	for _, args := range [][]string{{"apply", "--whitespace=nowarn", file}, {"apply", "--check", "--reverse", file}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git %s (in a copy of the checkout): %v: %s", strings.Join(args[:len(args)-1], " ")+" solutions/"+patch, err, bytes.TrimSpace(out))
+		}
 	}
 	return dir, nil
 }

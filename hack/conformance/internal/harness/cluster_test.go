@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,7 +49,12 @@ func TestSolvedIsLab18sAndBuildsFromAPatchedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l = &Layout{Repo: repo, Dir: t.TempDir()}
+	// the state folder inside a git checkout, as .labs/ is by default
+	outer := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", outer).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	l = &Layout{Repo: repo, Dir: filepath.Join(outer, ".labs", "conformance")}
 	dir, err := l.solvedCopy("mykubelet-solved", "18-mykubelet.patch")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +68,7 @@ func TestSolvedIsLab18sAndBuildsFromAPatchedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(solved), "time.Since(st.StartTime.Time)") {
+	if !strings.Contains(string(solved), "k.clock.Since(st.StartTime.Time)") {
 		t.Errorf("%s in the solved copy does not measure from the start time: the patch was not applied", file)
 	}
 	if bytes.Equal(solved, mine) {
