@@ -11,10 +11,11 @@ import (
 )
 
 // courseCommand matches what only this course has: a lab's command, the
-// boot script, a script of scripts/, a lab's folder. mycore and mylib are
-// libraries any kubelet-shaped program could use; the advice that names
-// such a command belongs to the lab or internal/ code that calls them.
-var courseCommand = regexp.MustCompile(`go run \./labs|\./boot\.sh|scripts/[\w-]+\.sh|labs/\d\d-`)
+// boot script, a script of scripts/, a lab's folder or number ("lab 03").
+// mycore and mylib are libraries any kubelet-shaped program could use; the
+// advice that names such a command belongs to the lab or internal/ code
+// that calls them.
+var courseCommand = regexp.MustCompile(`go run \./labs|\./boot\.sh|scripts/[\w-]+\.sh|labs/\d\d-|\b[Ll]ab \d\d\b`)
 
 // TestLibrariesNameNoCourseCommand: no string of mycore or mylib (what a
 // learner may see in a message) names a command or folder of the course.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/client-go/util/retry"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/klog/v2"
 )
 
@@ -151,7 +152,7 @@ func RequestNodeCertificate(ctx context.Context, r CSRRequest) (*CSRResult, erro
 		req.Spec.SignerName, lifetime, req.Spec.Usages, key)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("%w; the requester may not create CSRs: bind ClusterRole %s to it (lab 03 binds it to group system:bootstrappers)", err, NodeBootstrapperRole)
+			return nil, fmt.Errorf("%w; the requester may not create CSRs: bind ClusterRole %s to it, or to group %s, which every bootstrap token is in", err, NodeBootstrapperRole, bootstrapapi.BootstrapDefaultGroup)
 		}
 		return nil, err
 	}

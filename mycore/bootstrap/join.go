@@ -196,7 +196,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if errors.As(err, &timeout) {
 		switch {
 		case o.Approve == ApproveAuto && !hasGroup(res.Token.Groups, AutoApproveGroup):
-			return nil, fmt.Errorf("%w; the token is not in group %s, so the controller-manager does not approve its CSRs: approve it with `kubectl certificate approve %s`, or use a token made by lab 03 (--auto-approve=true)", err, AutoApproveGroup, timeout.Name)
+			return nil, fmt.Errorf("%w; the token is not in group %s, so the controller-manager does not approve its CSRs: approve it with `kubectl certificate approve %s`, or join with a token in that group", err, AutoApproveGroup, timeout.Name)
 		case o.Approve == ApproveAuto:
 			return nil, fmt.Errorf("%w; the token may be auto-approved, so is the controller-manager running (its csrapproving controller)?", err)
 		default:
