@@ -25,7 +25,7 @@ import (
 // client does ("no kubeClient defined").
 type EnvSources struct {
 	// Objects gets the config maps and secrets of envFrom and
-	// valueFrom (mycore/nodeobjects: one GET as the node).
+	// valueFrom (mycore/configsecret: one GET as the node).
 	Objects ObjectGetter
 	// Services lists the services the node sees, all namespaces (a
 	// client-go lister over the node's watch); ServicesSynced tells
@@ -40,7 +40,7 @@ type EnvSources struct {
 	NodeAllocatable func() (v1.ResourceList, error)
 }
 
-// ObjectGetter is what mycore/nodeobjects.Objects does.
+// ObjectGetter is what mycore/configsecret.Managers does.
 type ObjectGetter interface {
 	GetConfigMap(namespace, name string) (*v1.ConfigMap, error)
 	GetSecret(namespace, name string) (*v1.Secret, error)

@@ -7,8 +7,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"kubelet-labs/mycore/configsecret"
 	"kubelet-labs/mycore/kuberuntime"
-	"kubelet-labs/mycore/nodeobjects"
 )
 
 // services is the kubelet's service informer (kubelet.go:497-513): the
@@ -44,12 +44,12 @@ func (s *services) run(ctx context.Context) {
 }
 
 // envSources is where the runtime manager reads envFrom and valueFrom:
-// config maps and secrets by one GET as the node (mycore/nodeobjects, shared with the volumes), the
+// config maps and secrets by one GET as the node (mycore/configsecret, shared with the volumes), the
 // services from the informer, the node's allocatable from its object
 // (getNodeAnyWay, kubelet_getters.go).
 func (k *Kubelet) envSources() *kuberuntime.EnvSources {
 	src := &kuberuntime.EnvSources{
-		Objects:         nodeobjects.New(k.o.Client),
+		Objects:         configsecret.New(k.o.Client),
 		NodeAllocatable: nodeAllocatable(k.o.Client, k.o.NodeName),
 	}
 	if k.services.lister != nil { // a nil lister in the interface would not be nil

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
-	"kubelet-labs/mycore/nodeobjects"
+	"kubelet-labs/mycore/configsecret"
 	"kubelet-labs/mycore/status"
 	"kubelet-labs/mycore/volumes"
 )
@@ -29,7 +29,7 @@ func newVolumes(o Options, log func(string, ...any)) (*volumes.Manager, error) {
 	}
 	return volumes.New(volumes.Options{
 		PodsDir:         o.PodsDir,
-		Objects:         nodeobjects.New(o.Client),
+		Objects:         configsecret.New(o.Client),
 		Tokens:          volumes.NewTokens(o.Client),
 		NodeAllocatable: nodeAllocatable(o.Client, o.NodeName),
 		Log:             func(format string, args ...any) { log(format, args...) },

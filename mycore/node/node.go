@@ -2,7 +2,7 @@
 // makes it (Join: TLS bootstrap, registration, heartbeats), no more of the
 // node: registering it in the API and keeping its status — conditions,
 // capacity, addresses — up to date. The pods' ConfigMaps and Secrets are
-// mycore/nodeobjects, a lab's whole node start-up (join, then our kubelet)
+// mycore/configsecret, a lab's whole node start-up (join, then our kubelet)
 // is internal/labnode, the real kubelet as a node is mylib/fakenode.
 //
 // Status is kept the way the kubelet does in

@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/volume/util/subpath"
 	"k8s.io/mount-utils"
 
-	"kubelet-labs/mycore/nodeobjects"
+	"kubelet-labs/mycore/configsecret"
 )
 
 // TokenGetter gets a service account token for a pod, as upstream's
@@ -33,7 +33,7 @@ type Options struct {
 	// Required. Root-only: the node writes and removes in it as root.
 	PodsDir string
 	// Objects get the ConfigMaps and Secrets the volumes name.
-	Objects nodeobjects.Objects
+	Objects configsecret.Managers
 	// Tokens get service account tokens for projected volumes; nil refuses
 	// serviceAccountToken sources with a clear error.
 	Tokens TokenGetter

@@ -19,7 +19,7 @@ import (
 	"k8s.io/mount-utils"
 	"k8s.io/utils/ptr"
 
-	"kubelet-labs/mycore/nodeobjects"
+	"kubelet-labs/mycore/configsecret"
 )
 
 // objects is a ConfigMap and Secret store in place of the apiserver.
@@ -68,7 +68,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{obj: &objects{cms: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}, tok: &tokens{}, dir: t.TempDir()}
-	m, err := New(Options{PodsDir: e.dir, Objects: nodeobjects.Objects{ConfigMaps: e.obj, Secrets: e.obj}, Tokens: e.tok,
+	m, err := New(Options{PodsDir: e.dir, Objects: configsecret.Managers{ConfigMaps: e.obj, Secrets: e.obj}, Tokens: e.tok,
 		NodeAllocatable: func() (v1.ResourceList, error) {
 			return v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourceCPU: resource.MustParse("2")}, nil
 		}, Log: t.Logf})

@@ -1,7 +1,6 @@
-// Package nodeobjects is not about the Node object (that is mycore/node):
-// it gets the ConfigMaps and Secrets a node's pods name, as that node,
-// for their volumes (mycore/volumes) and their environment (envFrom,
-// configMapKeyRef, secretKeyRef). It is the kubelet's configMapManager and
+// Package configsecret gets the ConfigMaps and Secrets a node's pods name,
+// as that node, for their volumes (mycore/volumes) and their environment
+// (envFrom, configMapKeyRef, secretKeyRef). It is the kubelet's configMapManager and
 // secretManager (kubelet.go:650-670), imported from upstream
 // (pkg/kubelet/configmap, pkg/kubelet/secret) with the "Get" change
 // detection strategy: one GET per call, as the node (system:node:NAME),
@@ -9,7 +8,7 @@
 // node refers to — never a LIST of them all. Every sync of a pod reads the
 // objects again, so a changed ConfigMap shows up at the pod's next sync
 // (the kubelet's resync, a minute), as upstream's e2e tests expect.
-package nodeobjects
+package configsecret
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -18,19 +17,19 @@ import (
 	kubesecret "k8s.io/kubernetes/pkg/kubelet/secret"
 )
 
-// Objects are the node's getters. The fields are upstream's interfaces
+// Managers are the node's getters. The fields are upstream's interfaces
 // (GetConfigMap(namespace, name), GetSecret(namespace, name), plus
 // RegisterPod/UnregisterPod, which the simple managers ignore), so a
 // caching or watching manager can replace them without changing callers.
-type Objects struct {
+type Managers struct {
 	ConfigMaps kubeconfigmap.Manager
 	Secrets    kubesecret.Manager
 }
 
 // New returns getters that GET each object with c, which should act as
 // the node.
-func New(c kubernetes.Interface) Objects {
-	return Objects{
+func New(c kubernetes.Interface) Managers {
+	return Managers{
 		ConfigMaps: kubeconfigmap.NewSimpleConfigMapManager(c),
 		Secrets:    kubesecret.NewSimpleSecretManager(c),
 	}
@@ -38,11 +37,11 @@ func New(c kubernetes.Interface) Objects {
 
 // GetConfigMap is the config map namespace/name (for the environment's
 // envFrom and configMapKeyRef: kuberuntime.ObjectGetter).
-func (o Objects) GetConfigMap(namespace, name string) (*v1.ConfigMap, error) {
+func (o Managers) GetConfigMap(namespace, name string) (*v1.ConfigMap, error) {
 	return o.ConfigMaps.GetConfigMap(namespace, name)
 }
 
 // GetSecret is the secret namespace/name.
-func (o Objects) GetSecret(namespace, name string) (*v1.Secret, error) {
+func (o Managers) GetSecret(namespace, name string) (*v1.Secret, error) {
 	return o.Secrets.GetSecret(namespace, name)
 }
