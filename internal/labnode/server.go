@@ -106,6 +106,7 @@ func (n *Node) serve(ln net.Listener, s ServerOptions, out *labenv.Printer) (err
 		Pods: k.Pods(), Runtime: n.Runtime.CRI.Runtime, WebSockets: s.WebSockets, UnauthorizedTTL: s.UnauthorizedTTL,
 		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error { return k.Healthy() })},
 		Log:          func(f string, a ...any) { out.Stamped("server  "+f, a...) },
+		Journal:      k.Journal(),
 	})
 	if err != nil {
 		return err

@@ -90,6 +90,8 @@ func TestLiveViewInABrowser(t *testing.T) {
 		{"a status post of Running and ready", some(web, "status", "c.textContent.includes('Running') && c.title.includes('ready')")},
 		{"the pod in the sync state", inState("sync", web)},
 		{"a relist on the PLEG chart", `document.getElementById('pleg-line').getAttribute('points').split(' ').length >= 2`},
+		// The calls about no pod: the relists' own lists have no lane.
+		{"the node's CRI calls, the relists' lists among them", `/^CRI calls: \d+.* — .*ListPodSandbox \d+/.test(document.getElementById('cri-calls').textContent)`},
 	} {
 		page.WaitFor(t, step.what, step.expr, lanes, time.Minute)
 	}

@@ -20,12 +20,26 @@ const DefaultTimeout = 30 * time.Second
 
 // Client talks CRI v1 to one runtime endpoint through the kubelet's own
 // remote client. Runtime and Images are the kubelet's interfaces
-// (k8s.io/cri-api/pkg/apis) if a lab needs a call this package does not wrap.
+// (k8s.io/cri-api/pkg/apis) if a lab needs a call this package does not wrap;
+// every call through them, as through this package's own, is counted by
+// the Client's Meter.
 type Client struct {
 	Endpoint string
 	Runtime  internalapi.RuntimeService
 	Images   internalapi.ImageManagerService
+	meter    *Meter
 }
+
+// withServices puts rs and is behind a new Meter, the one way into them.
+func (c *Client) withServices(rs internalapi.RuntimeService, is internalapi.ImageManagerService) *Client {
+	c.meter = &Meter{}
+	c.Runtime, c.Images = metered{rs: rs, m: c.meter}, meteredImages{is: is, m: c.meter}
+	return c
+}
+
+// Meter counts the calls made through this Client so far (nil for a
+// Client built by hand, as a test's, whose calls nothing counts).
+func (c *Client) Meter() *Meter { return c.meter }
 
 type options struct {
 	timeout   time.Duration
@@ -92,8 +106,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 		_ = rs.Close(ctx)
 		return nil, explain(c.Endpoint, err, o.startHint)
 	}
-	c.Runtime, c.Images = rs, is
-	return c, nil
+	return c.withServices(rs, is), nil
 }
 
 // Close closes both gRPC connections.

@@ -20,10 +20,13 @@
 //     pkg/kubelet/kuberuntime/kuberuntime_sandbox.go and
 //     kuberuntime_container.go at v1.36.3), with the kubelet's labels;
 //   - reading a container's CRI log file, the format the runtime writes and
-//     the kubelet serves for `kubectl logs`.
+//     the kubelet serves for `kubectl logs`;
+//   - a Meter that counts every call made through the Client, whoever makes
+//     it (instrumented_services.go's place in the kubelet).
 //
 // Where to find the runtime is the caller's: Dial takes an endpoint, and
 // NormalizeEndpoint and SocketPath only convert its forms. Our kubelet's
 // runtime manager (mycore/kuberuntime) makes its calls on Runtime and
-// Images itself, each one recorded on its journal.
+// Images itself, through its own door that puts each one on its pod's lane
+// of the journal; the Meter under it counts them with everyone else's.
 package cri

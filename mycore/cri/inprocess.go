@@ -35,11 +35,8 @@ import (
 // generic PLEG, which relists, is what fleet mode runs). Close is a no-op:
 // the caller owns the server.
 func InProcess(name string, rs runtimeapi.RuntimeServiceServer, is runtimeapi.ImageServiceServer) *Client {
-	return &Client{
-		Endpoint: "in-process://" + name,
-		Runtime:  &inProcessRuntime{s: rs, timeout: DefaultTimeout},
-		Images:   &inProcessImages{s: is, timeout: DefaultTimeout},
-	}
+	c := &Client{Endpoint: "in-process://" + name}
+	return c.withServices(&inProcessRuntime{s: rs, timeout: DefaultTimeout}, &inProcessImages{s: is, timeout: DefaultTimeout})
 }
 
 type inProcessRuntime struct {

@@ -74,6 +74,11 @@ type Entry struct {
 	Until time.Time `json:"until,omitzero"`
 	// Threshold is the PLEG's relist threshold (a Relist entry).
 	Threshold time.Duration `json:"threshold,omitempty"`
+	// Counts is every CRI call the node made so far, by method (a Relist
+	// entry): the calls about a pod are on its lane, but the relists' own
+	// lists, Version, log rotation's and the streaming server's are about
+	// no pod and show only here.
+	Counts map[string]uint64 `json:"counts,omitempty"`
 	// Version is a status post's version.
 	Version uint64 `json:"version,omitempty"`
 	// Failed marks a call or step that failed.

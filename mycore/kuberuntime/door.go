@@ -25,8 +25,10 @@ import (
 // metrics: newInstrumentedRuntimeService and
 // newInstrumentedImageManagerService (instrumented_services.go:35-48, at
 // kuberuntime_manager.go:258-259 in v1.36.3) record every operation's
-// count, latency and errors (RuntimeOperations*, pkg/kubelet/metrics). The
-// journal carries the same facts, plus the pod, for the live view.
+// count, latency and errors (RuntimeOperations*, pkg/kubelet/metrics).
+// That is the cri.Client's Meter here, under this door, counting every
+// caller's calls (the PLEG's relists too); the door adds what only this
+// package knows — the pod — for the live view's lanes.
 type criDoor struct {
 	rt  internalapi.RuntimeService
 	img internalapi.ImageManagerService

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 
+	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mycore/journal"
 )
 
@@ -39,17 +40,27 @@ func (k *Kubelet) sayPod(kind journal.Kind, namespace, name string, uid types.UI
 // each relist: GenericPLEG.Relist calls UpdateTime(start of the relist)
 // once every pod is in the cache (generic.go:329 at v1.36.3), the same
 // moment its PLEGRelistDuration metric is observed (:306). The journal gets
-// a Relist entry with the duration and the health threshold.
+// a Relist entry with the duration, the health threshold and, if anything
+// reads the journal, the node's CRI calls so far (the CRI client's Meter).
 type relistWatch struct {
 	kubecontainer.Cache
 	journal   *journal.Bus
 	threshold time.Duration
 	now       func() time.Time
+	calls     *cri.Meter
 }
 
 func (c relistWatch) UpdateTime(start time.Time) {
 	c.Cache.UpdateTime(start)
-	c.journal.Publish(journal.Entry{Kind: journal.Relist, Call: "relist", Took: c.now().Sub(start), Threshold: c.threshold})
+	e := journal.Entry{Kind: journal.Relist, Call: "relist", Took: c.now().Sub(start), Threshold: c.threshold}
+	if c.journal.Heard() {
+		counts := c.calls.Counts()
+		e.Counts = make(map[string]uint64, len(counts))
+		for _, n := range counts {
+			e.Counts[n.Method] = n.Calls
+		}
+	}
+	c.journal.Publish(e)
 }
 
 // probeLog prints the prober's own lines (a failed probe's output).

@@ -297,7 +297,7 @@ func New(o Options) (*Kubelet, error) {
 	// the two must be one clock, or a fake one stepped ahead stalls them.
 	k.pleg = pleg.NewGenericPLEG(klog.Background(), k.runtime, k.plegCh,
 		&pleg.RelistDuration{RelistPeriod: o.RelistPeriod, RelistThreshold: DefaultRelistThreshold},
-		relistWatch{Cache: k.cache, journal: k.journal, threshold: DefaultRelistThreshold, now: k.clock.Now}, k.clock).(*pleg.GenericPLEG)
+		relistWatch{Cache: k.cache, journal: k.journal, threshold: DefaultRelistThreshold, now: k.clock.Now, calls: o.CRI.Meter()}, k.clock).(*pleg.GenericPLEG)
 	w, err := podworkers.New(podworkers.Options{
 		Syncer:         &syncer{k: k},
 		Cache:          k.cache,

@@ -44,6 +44,7 @@ import (
 	"kubelet-labs/internal/testenv"
 	"kubelet-labs/mycore/bootstrap"
 	"kubelet-labs/mycore/cri"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/server"
 )
@@ -88,7 +89,9 @@ type testNode struct {
 	admin  kubernetes.Interface
 	joined *node.Joined
 	log    *testenv.SyncBuffer
-	ns     string
+	// journal keeps what the server published (its CRI calls about pods).
+	journal *journal.Bus
+	ns      string
 	// websockets: the node declares ExtendWebSocketsToKubelet and serves them.
 	websockets bool
 	// stop ends the server and the heartbeats and removes the pods from
@@ -147,11 +150,12 @@ func startNode(t *testing.T, name string, rt critest.Runtime, websockets bool) *
 		t.Fatal(err)
 	}
 	n := &testNode{name: name, rt: rt, cri: crc, pods: &pods{m: map[string]*v1.Pod{}}, ca: ca, admin: admin,
-		joined: j, log: &testenv.SyncBuffer{}, ns: "default", websockets: websockets}
+		joined: j, log: &testenv.SyncBuffer{}, journal: journal.New(journal.Options{Node: name}), ns: "default", websockets: websockets}
 	n.srv, err = server.New(server.Config{
 		NodeName: name, Listener: ln, Certificate: sc.Certificate, ClientCA: ca, Client: j.Client,
 		Pods: n.pods, Runtime: n.cri.Runtime, WebSockets: websockets,
-		Log: func(f string, a ...any) { fmt.Fprintf(n.log, f+"\n", a...) },
+		Log:     func(f string, a ...any) { fmt.Fprintf(n.log, f+"\n", a...) },
+		Journal: n.journal,
 	})
 	if err != nil {
 		cancel()

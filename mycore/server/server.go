@@ -20,6 +20,8 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
+
+	"kubelet-labs/mycore/journal"
 )
 
 // DefaultPort is the kubelet's port (--port, 10250).
@@ -77,6 +79,10 @@ type Config struct {
 	// Log receives one line per request, and TLS handshakes refused
 	// (nil: silent).
 	Log func(format string, args ...any)
+	// Journal, if set, gets the server's CRI calls about a pod — Exec,
+	// Attach, PortForward — as journal.CRI entries on the pod's lane
+	// of the live view, beside the runtime manager's.
+	Journal *journal.Bus
 }
 
 // Server is a running node server.

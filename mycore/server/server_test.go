@@ -19,6 +19,7 @@ import (
 
 	"kubelet-labs/internal/critest"
 	"kubelet-labs/internal/testenv"
+	"kubelet-labs/mycore/journal"
 	"kubelet-labs/mycore/server"
 	"kubelet-labs/mylib/fakecri"
 )
@@ -47,8 +48,26 @@ func TestKubectlThroughOurServer(t *testing.T) {
 				testExec(t, n, pod.Name)
 				testLogs(t, n, pod.Name)
 				testPortForward(t, n, pod.Name)
+				testCallsOnThePodsLane(t, n, pod.Name)
 			})
 		}
+	}
+}
+
+// testCallsOnThePodsLane: the server's CRI calls for exec, attach and
+// port-forward are in the node's journal on the pod's lane (the live
+// view's), each with its latency, none failed.
+func testCallsOnThePodsLane(t *testing.T, n *testNode, pod string) {
+	want := map[string]string{"Exec": "main", "Attach": "main", "PortForward": ""}
+	for _, e := range n.journal.Backlog() {
+		c, ok := want[e.Call]
+		if e.Kind != journal.CRI || !ok || e.Pod != n.ns+"/"+pod || e.Container != c || e.UID == "" || e.Took <= 0 || e.Failed {
+			continue
+		}
+		delete(want, e.Call)
+	}
+	if len(want) > 0 {
+		t.Errorf("the journal lacks the server's CRI calls %v on the lane of %s/%s:\n%+v", want, n.ns, pod, n.journal.Backlog())
 	}
 }
 

@@ -3,7 +3,9 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
+	"kubelet-labs/mycore/journal"
 )
 
 // exec is getExec (server.go:1016-1050) with the kubelet's GetExec
@@ -35,11 +39,13 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	start := time.Now()
 	resp, err := s.cfg.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
 		ContainerId: id,
 		Cmd:         r.URL.Query()["command"], // api.ExecCommandParam
 		Tty:         opts.TTY, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr,
 	})
+	s.journalCall(pod, r.PathValue("container"), "Exec", start, err)
 	if err != nil {
 		_ = streaming.WriteError(err, w) // NotFound → 404, the rest → 500, as the kubelet
 		return
@@ -71,9 +77,11 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	start := time.Now()
 	resp, err := s.cfg.Runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
 		ContainerId: id, Tty: spec.TTY, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr,
 	})
+	s.journalCall(pod, spec.Name, "Attach", start, err)
 	if err != nil {
 		_ = streaming.WriteError(err, w)
 		return
@@ -126,7 +134,9 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	start := time.Now()
 	resp, err := s.cfg.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandbox, Port: opts.Ports})
+	s.journalCall(pod, "", "PortForward", start, err)
 	if err != nil {
 		_ = streaming.WriteError(err, w)
 		return
@@ -153,4 +163,19 @@ type responder struct{ s *Server }
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
 	r.s.logf("stream %s not proxied to the runtime: %v", req.URL.Path, err)
 	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// journalCall puts a CRI call this server made for pod on the pod's lane
+// of the live view, as the runtime manager's calls are: the call, its
+// latency (the runtime only hands back a URL; the stream that follows is
+// not the call), whether it failed. No Text: the request's own Log line
+// is what the terminal prints.
+func (s *Server) journalCall(pod *v1.Pod, container, call string, start time.Time, err error) {
+	if !s.cfg.Journal.Heard() {
+		return
+	}
+	s.cfg.Journal.Publish(journal.Entry{
+		Kind: journal.CRI, Pod: pod.Namespace + "/" + pod.Name, UID: string(pod.UID), Container: container,
+		Call: call, Took: time.Since(start), Failed: err != nil,
+	})
 }

@@ -31,6 +31,7 @@ const view = {
   relists: [],         // {at, took, threshold}
   nodes: new Map(),    // fleet: node -> last node entry
   apiCalls: [],        // fleet: {at, calls}
+  criLast: null,       // the last relist's {at, total} CRI calls
   paused: false,
   held: [],            // entries that came while paused
   follow: "",
@@ -172,6 +173,23 @@ function relist(e) {
   $("pleg-line").setAttribute("points", pts.join(" "));
   $("pleg-text").textContent = "last relist took " + fmtDur(e.took || 0) + "; the slowest shown " + fmtDur(max === 10e6 ? Math.max(...view.relists.map((r) => r.took || 0)) : max) + "; " + n + " relists";
   plegHealth();
+  if (e.counts && !view.fleet) criCalls(e);
+}
+
+// criCalls shows every CRI call the node made so far, by method: the
+// calls about no pod (the relists' own lists, Version, log rotation, the
+// streaming server) have no lane, so this is where they show.
+function criCalls(e) {
+  const methods = Object.entries(e.counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const total = methods.reduce((s, [, n]) => s + n, 0);
+  let rate = "";
+  const last = view.criLast;
+  if (last && last.node === e.node) {
+    const secs = (Date.parse(e.at) - last.at) / 1000;
+    if (secs > 0) rate = ", " + ((total - last.total) / secs).toFixed(1) + " per second";
+  }
+  view.criLast = { node: e.node, at: Date.parse(e.at), total };
+  $("cri-calls").textContent = "CRI calls: " + total + rate + " — " + methods.map(([m, n]) => m + " " + n).join(" · ");
 }
 
 // plegHealth is GenericPLEG.Healthy: unhealthy once the last relist is
@@ -326,7 +344,7 @@ function fleetLayout(fleet) {
 }
 
 function reset() {
-  view.lanes.clear(); view.relists = []; view.nodes.clear(); view.apiCalls = [];
+  view.lanes.clear(); view.relists = []; view.criLast = null; view.nodes.clear(); view.apiCalls = [];
   view.held = []; view.start = null; view.count = 0;
   $("lanes").replaceChildren(); $("fleet-grid").replaceChildren();
   const f = $("follow");
