@@ -15,9 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubetypes "k8s.io/kubelet/pkg/types"
 
 	"kubelet-labs/hack/conformance/internal/harness"
 	"kubelet-labs/hack/conformance/internal/images"
+	"kubelet-labs/mycore/cri"
 )
 
 // TestFullClusterServesDNSAndServices starts the full cluster the
@@ -27,17 +30,32 @@ import (
 // apiserver's Service, the apiserver answers at its Service IP, and a
 // Service on one node reaches a pod on the other. Then it stops the
 // cluster and checks that this host has no kube-proxy rule left.
+//
+// The same with lab 01's real kubelet as both nodes (NODE=01; one
+// containerd each, so skipped where only one is up), which leaves its
+// containers running when it stops: after the cluster stopped, no pod
+// sandbox of the cluster's may still be ready on either containerd.
 func TestFullClusterServesDNSAndServices(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a full cluster writes this host's iptables (kube-proxy): root only")
 	}
-	_, err := harness.FindRuntimes()
+	rts, err := harness.FindRuntimes()
 	l := needContainerd(t, err)
+	t.Run("lab 18", func(t *testing.T) { fullCluster(t, l, rts, harness.NodeMyKubelet) })
+	t.Run("lab 01, the real kubelet", func(t *testing.T) {
+		if len(rts) < harness.FullClusterNodes {
+			t.Skipf("the real kubelet's nodes need a containerd each, and %d is up: sudo scripts/containerd-up.sh --version 2.2,1.6", len(rts))
+		}
+		fullCluster(t, l, rts, harness.NodeRealKubelet)
+	})
+}
+
+func fullCluster(t *testing.T, l *harness.Layout, rts []harness.Runtime, node string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	runDir := filepath.Join(l.Dir, "runs", "full-cluster-"+time.Now().Format("20060102-150405"))
+	runDir := filepath.Join(l.Dir, "runs", "full-cluster-"+node+"-"+time.Now().Format("20060102-150405"))
 	c, err := l.StartFor(ctx, harness.Options{
-		Node: harness.NodeMyKubelet, NodeName: "full", Full: true, RunDir: runDir,
+		Node: node, NodeName: "full-" + node, Full: true, RunDir: runDir,
 		Images: []string{images.BusyBox}, Progress: testWriter{t},
 	})
 	if err != nil {
@@ -151,6 +169,37 @@ func TestFullClusterServesDNSAndServices(t *testing.T) {
 	if bytes.Contains(out, []byte("KUBE-SERVICES")) {
 		t.Errorf("kube-proxy's rules are left on this host after the cluster stopped:\n%s", grepKube(out))
 	}
+	for _, rt := range rts {
+		for _, left := range readySandboxes(t, rt, metav1.NamespaceSystem, ns) {
+			t.Errorf("%s is still running on %s after the cluster stopped: a node left its pod behind (kube-proxy's would write its rules into this host again)", left, rt.Env.Endpoint)
+		}
+	}
+}
+
+// readySandboxes are the ready pod sandboxes in rt of pods of these
+// namespaces, as "namespace/name".
+func readySandboxes(t *testing.T, rt harness.Runtime, namespaces ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cri.Dial(ctx, rt.Env.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ready []string
+	for _, ns := range namespaces {
+		sbs, err := c.Pods(ctx, map[string]string{kubetypes.KubernetesPodNamespaceLabel: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sb := range sbs {
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+				ready = append(ready, ns+"/"+sb.GetMetadata().GetName())
+			}
+		}
+	}
+	return ready
 }
 
 var execCommand = exec.CommandContext

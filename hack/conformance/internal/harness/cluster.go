@@ -357,19 +357,24 @@ func (c *Cluster) waitNodeReady(ctx context.Context, n *child, name, log string,
 	}
 }
 
-// Stop stops the nodes (they remove their pods' containers), the
-// scheduler and the control plane, in that order, puts this host's
-// network back as a full cluster found it, and removes etcd's data (the
-// logs stay).
+// Stop drains the cluster (every pod deleted and gone, so each node has
+// stopped its containers: drain.go), stops the nodes, the scheduler and
+// the control plane, in that order, puts this host's network back as a
+// full cluster found it, and removes etcd's data (the logs stay).
 func (c *Cluster) Stop() error {
+	var err error
+	if c.Client != nil && len(c.procs) > 0 {
+		err = c.drain()
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop()
 	}
 	c.procs = nil
-	var err error
 	if c.host != nil {
 		// the nodes stopped their pods, kube-proxy among them: its rules stay
-		err = c.host.undo()
+		if herr := c.host.undo(); err == nil {
+			err = herr
+		}
 		c.host = nil
 	}
 	if c.CP != nil {
