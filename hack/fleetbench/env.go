@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -182,19 +181,4 @@ func (e *env) controllerManagerCPU() time.Duration {
 		}
 	}
 	return 0
-}
-
-func machine() string {
-	model := ""
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				if i := strings.IndexByte(l, ':'); i > 0 {
-					model = strings.TrimSpace(l[i+1:])
-				}
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d CPUs (%s)", runtime.NumCPU(), model)
 }

@@ -33,7 +33,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -189,12 +188,6 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	}
 	fmt.Fprintf(w, "\nwritten to %s (and %s)\n", out, stamped)
 	return results, failure(failed)
-}
-
-// roundOrder is the tools' order in a round: round r starts with the r-th.
-func roundOrder(tools []string, round int) []string {
-	k := round % len(tools)
-	return append(slices.Clone(tools[k:]), tools[:k]...)
 }
 
 // failure is the error of a run in which some tools failed.

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"slices"
 	"time"
+
+	"kubelet-labs/hack/internal/benchkit"
 )
 
 // toolRuns is one tool's successful rounds, in the order run.
@@ -116,23 +117,12 @@ func medianOf(runs []*result) *result {
 	return &m
 }
 
-// medianValue is the middle value; of an even count, the lower middle one
-// (a value that was measured, not an average of two).
-func medianValue[T int | int64 | float64 | time.Duration](v []T) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
-}
-
 // spread is " (lowest–highest)" of a measure over the runs, in the
 // measure's format; "" for a single run.
 func spread(runs []*result, value func(*result) float64, format func(float64) string) string {
-	if len(runs) < 2 {
-		return ""
-	}
 	v := make([]float64, len(runs))
 	for i, r := range runs {
 		v[i] = value(r)
 	}
-	return fmt.Sprintf(" (%s–%s)", format(slices.Min(v)), format(slices.Max(v)))
+	return benchkit.Spread(v, format)
 }

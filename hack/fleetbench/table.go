@@ -191,12 +191,3 @@ func own(n int64, has bool, mine int64) string {
 	}
 	return fmt.Sprintf("%d (%d)", n, mine)
 }
-
-// spreadValue is a bracket's number: three significant digits, never in
-// e-notation (a peak RSS of 1,230 MiB printed as 1.23e+03).
-func spreadValue(v float64) string {
-	if v >= 1000 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}

@@ -114,7 +114,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	cp0, cm0CPU := e.controlPlaneCPU(), e.controllerManagerCPU()
 	start := time.Now()
 	lw := watchLoad()
-	defer lw.end()
+	defer lw.End()
 
 	// Watch the nodes from before they exist to the end of the pods.
 	nodes := d.watchNodes(ctx, names, selector)
@@ -139,7 +139,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		}
 		t0 = time.Now()
 		if err := d.createNodes(ctx, names); err != nil {
-			c.stop(10 * time.Second)
+			c.Stop(10 * time.Second)
 			return nil, fmt.Errorf("create KWOK's nodes: %w", err)
 		}
 	case "fleet", "fleet-shared":
@@ -157,9 +157,9 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		}
 		t0 = start
 	}
-	defer c.stop(30 * time.Second)
+	defer c.Stop(30 * time.Second)
 
-	if err := nodes.waitReady(ctx, o.timeout, c.exited, logf); err != nil {
+	if err := nodes.waitReady(ctx, o.timeout, c.Exited, logf); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	r.nodesReady = time.Since(t0)
@@ -179,7 +179,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		mineMid = d.calls.Counts()
 		apiMid, midErr = requestTotals(ctx, e.admin)
 	}
-	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.exited, atAllRunning, logf)
+	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.Exited, atAllRunning, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -198,12 +198,12 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	logf("%s: %d pods Running %.1fs after the first create (p50 %s, p99 %s); all gone %.1fs after the first delete",
 		tool, o.pods, r.allRunning.Seconds(), ms(r.p50), ms(r.p99), r.deleteAll.Seconds())
 
-	r.peakRSS, r.cpu = c.usage()
+	r.peakRSS, r.cpu = c.Usage()
 	r.wall = time.Since(start)
-	c.stop(30 * time.Second)
+	c.Stop(30 * time.Second)
 	r.cpCPU = e.controlPlaneCPU() - cp0
 	var self time.Duration
-	r.loadMean, r.loadPeak, r.machineBusy, self = lw.end()
+	r.loadMean, r.loadPeak, r.machineBusy, self = lw.End()
 	r.othersCPU = max(0, r.machineBusy-r.cpu-r.cpCPU-(e.controllerManagerCPU()-cm0CPU)-self)
 
 	api1, err := requestTotals(ctx, e.admin)
@@ -287,32 +287,6 @@ func refusedOf(counts []fleet.CallCount) int64 {
 		}
 	}
 	return n
-}
-
-// onResource counts the requests on a resource and its subresources
-// ("pods": pods, pods/status, pods/eviction…).
-func onResource(counts []fleet.CallCount, resource string) (n int64) {
-	for _, c := range counts {
-		if c.Resource == resource || strings.HasPrefix(c.Resource, resource+"/") {
-			n += c.Count
-		}
-	}
-	return n
-}
-
-// delta is after - before of the driver's own counts.
-func delta(after, before []fleet.CallCount) []fleet.CallCount {
-	b := map[fleet.Call]int64{}
-	for _, c := range before {
-		b[c.Call] = c.Count
-	}
-	var out []fleet.CallCount
-	for _, c := range after {
-		if n := c.Count - b[c.Call]; n > 0 {
-			out = append(out, fleet.CallCount{Call: c.Call, Count: n})
-		}
-	}
-	return out
 }
 
 func ms(d time.Duration) string {

@@ -13,8 +13,14 @@ import (
 // The layers, by folder: labs 3, internal 2, mycore 1, mylib 0. hack/ and
 // scripts/ are tools (layer 4): they may use everything below them and
 // nothing uses them, not even another tool, so a tool can change or go
-// without a lab noticing.
+// without a lab noticing. The one exception is hack/internal, the tools'
+// own kit (the benchmarks' measuring, benchkit): the tools of hack/ may
+// use it, nothing else may, and it uses no tool.
 const toolLayer = 4
+
+// hackKit is the tree of hack/internal: the tool tree its packages belong
+// to, which every tool of hack/ may use.
+const hackKit = "hack/internal"
 
 var layerNames = map[int]string{0: "mylib", 1: "mycore", 2: "internal", 3: "labs", toolLayer: "hack/scripts"}
 
@@ -149,6 +155,9 @@ func allowed(rel string, from int, fromTool string, test bool) bool {
 		return true
 	}
 	if toTool != "" {
+		if toTool == hackKit && strings.HasPrefix(fromTool, "hack/") {
+			return true // the hack tools' kit, shared by them
+		}
 		return toTool == fromTool // a tool is used by its own tree only
 	}
 	if to <= from {
@@ -177,7 +186,7 @@ func describe(graph map[string]pkg, chain []string, from int, test bool) string 
 	var rule string
 	switch {
 	case toTool != "":
-		rule = "nothing uses a tool of hack/ or scripts/ but its own folder"
+		rule = "nothing uses a tool of hack/ or scripts/ but its own folder (hack/internal: the tools of hack/ only)"
 	case test && from <= 1 && to == 2:
 		rule = "a test of mycore or mylib may reach internal only through the test harness (" + strings.Join(harnessNames(), ", ") + "), and the harness only the harness"
 	default:

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -17,18 +17,18 @@ import (
 	"kubelet-labs/mycore/fleet"
 )
 
-// requestTotals reads the apiserver's apiserver_request_total counter from
+// RequestTotals reads the apiserver's apiserver_request_total counter from
 // /metrics: every request it answered, by verb, resource (with
-// subresource) and HTTP code, whoever made it. It is how the benchmark
-// counts KWOK's calls without changing KWOK; the delta over a run, minus
-// what the benchmark's own client and the controller-manager made, is
-// what the tool made.
-func requestTotals(ctx context.Context, c kubernetes.Interface) (map[fleet.Call]int64, error) {
+// subresource) and HTTP code, whoever made it. It is how a benchmark
+// counts a tool's calls without changing the tool; the delta over a run,
+// minus what the benchmark's own client and the controller-manager made,
+// is what the tool made.
+func RequestTotals(ctx context.Context, c kubernetes.Interface) (map[fleet.Call]int64, error) {
 	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the apiserver's /metrics: %w", err)
 	}
-	return counter(raw, "apiserver_request_total", func(l map[string]string) (fleet.Call, bool) {
+	return Counter(raw, "apiserver_request_total", func(l map[string]string) (fleet.Call, bool) {
 		code, _ := strconv.Atoi(l["code"])
 		resource := l["resource"]
 		if sub := l["subresource"]; sub != "" {
@@ -38,14 +38,14 @@ func requestTotals(ctx context.Context, c kubernetes.Interface) (map[fleet.Call]
 	})
 }
 
-// controllerManagerTotals reads the controller-manager's own count of its
+// ControllerManagerTotals reads the controller-manager's own count of its
 // requests: client-go's rest_client_requests_total on its /metrics, by
 // HTTP method and code (no resource). The apiserver's counter cannot say
 // who made a request; the controller-manager's node lifecycle controller,
 // for one, patches every new Node's taints and meets 409 Conflicts when
 // the node's status changed meanwhile — its requests, not the tool's.
 // The admin credential may read /metrics (system:masters).
-func controllerManagerTotals(ctx context.Context, cfg *rest.Config, port int) (map[fleet.Call]int64, error) {
+func ControllerManagerTotals(ctx context.Context, cfg *rest.Config, port int) (map[fleet.Call]int64, error) {
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, err
@@ -68,14 +68,14 @@ func controllerManagerTotals(ctx context.Context, cfg *rest.Config, port int) (m
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("read the controller-manager's /metrics: %s", resp.Status)
 	}
-	return counter(raw, "rest_client_requests_total", func(l map[string]string) (fleet.Call, bool) {
+	return Counter(raw, "rest_client_requests_total", func(l map[string]string) (fleet.Call, bool) {
 		code, err := strconv.Atoi(l["code"]) // "<error>": never reached the apiserver
 		return fleet.Call{Verb: l["method"], Code: code}, err == nil
 	})
 }
 
-// counter sums a Prometheus counter from the text format, keyed by call.
-func counter(raw []byte, name string, key func(map[string]string) (fleet.Call, bool)) (map[fleet.Call]int64, error) {
+// Counter sums a Prometheus counter from the text format, keyed by call.
+func Counter(raw []byte, name string, key func(map[string]string) (fleet.Call, bool)) (map[fleet.Call]int64, error) {
 	out := map[fleet.Call]int64{}
 	s := bufio.NewScanner(bytes.NewReader(raw))
 	s.Buffer(make([]byte, 1<<20), 1<<20)
@@ -121,8 +121,8 @@ func parseLabels(s string) map[string]string {
 	return m
 }
 
-// minus is after - before - mine, as a list: what others made in between.
-func minus(after, before map[fleet.Call]int64, mine []fleet.CallCount) []fleet.CallCount {
+// Minus is after - before - mine, as a list: what others made in between.
+func Minus(after, before map[fleet.Call]int64, mine []fleet.CallCount) []fleet.CallCount {
 	d := map[fleet.Call]int64{}
 	for k, v := range after {
 		d[k] = v - before[k]
@@ -137,4 +137,30 @@ func minus(after, before map[fleet.Call]int64, mine []fleet.CallCount) []fleet.C
 		}
 	}
 	return out
+}
+
+// Delta is after - before of a client's own counts (fleet.Calls.Counts).
+func Delta(after, before []fleet.CallCount) []fleet.CallCount {
+	b := map[fleet.Call]int64{}
+	for _, c := range before {
+		b[c.Call] = c.Count
+	}
+	var out []fleet.CallCount
+	for _, c := range after {
+		if n := c.Count - b[c.Call]; n > 0 {
+			out = append(out, fleet.CallCount{Call: c.Call, Count: n})
+		}
+	}
+	return out
+}
+
+// OnResource counts the requests on a resource and its subresources
+// ("pods": pods, pods/status, pods/eviction…).
+func OnResource(counts []fleet.CallCount, resource string) (n int64) {
+	for _, c := range counts {
+		if c.Resource == resource || strings.HasPrefix(c.Resource, resource+"/") {
+			n += c.Count
+		}
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -16,8 +16,8 @@ import (
 // 100 on every Linux the labs run on.
 const clockTicks = 100
 
-// cpuTime is the user + system CPU a process has used so far.
-func cpuTime(pid int) (time.Duration, error) {
+// CPUTime is the user + system CPU a process has used so far.
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -41,8 +41,8 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
 
-// memory reads VmRSS (now) and VmHWM (the peak so far) in bytes.
-func memory(pid int) (rss, peak int64, err error) {
+// Memory reads VmRSS (now) and VmHWM (the peak so far) in bytes.
+func Memory(pid int) (rss, peak int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
@@ -65,9 +65,9 @@ func memory(pid int) (rss, peak int64, err error) {
 	return rss, peak, s.Err()
 }
 
-// child is a tool under test, run as a process of its own so that its
+// Child is a tool under test, run as a process of its own so that its
 // memory and CPU are its own, read from /proc.
-type child struct {
+type Child struct {
 	name string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -80,7 +80,9 @@ type child struct {
 	sampling chan struct{}
 }
 
-func startChild(name, logPath string, env []string, bin string, args ...string) (*child, error) {
+// StartChild starts bin with args, its output in logPath and env added to
+// this process's environment.
+func StartChild(name, logPath string, env []string, bin string, args ...string) (*Child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
@@ -92,29 +94,33 @@ func startChild(name, logPath string, env []string, bin string, args ...string) 
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true, // Ctrl-C reaches us; we stop the child ourselves
 		// If the benchmark dies (kill -9, a test timeout), the kernel kills
-		// the child: no orphaned fleet or KWOK writing to the cluster.
+		// the child: no orphaned tool writing to the cluster.
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, sampling: make(chan struct{})}
+	c := &Child{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, sampling: make(chan struct{})}
 	go func() { c.err = cmd.Wait(); close(c.done) }()
 	go c.sample()
 	return c, nil
 }
 
-func (c *child) pid() int { return c.cmd.Process.Pid }
+// Pid is the child's process id.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Log is the file its output goes to.
+func (c *Child) Log() string { return c.log }
 
 // sample keeps the peak RSS and the CPU time, every 250 ms, until the
 // process exits: once it has, /proc no longer has them.
-func (c *child) sample() {
+func (c *Child) sample() {
 	defer close(c.sampling)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		_, peak, err1 := memory(c.pid())
-		cpu, err2 := cpuTime(c.pid())
+		_, peak, err1 := Memory(c.Pid())
+		cpu, err2 := CPUTime(c.Pid())
 		if err1 == nil && err2 == nil {
 			c.mu.Lock()
 			c.peakRSS, c.lastCPU = max(c.peakRSS, peak), cpu
@@ -128,14 +134,14 @@ func (c *child) sample() {
 	}
 }
 
-// usage is the peak RSS and CPU time seen so far.
-func (c *child) usage() (peakRSS int64, cpu time.Duration) {
-	if _, peak, err := memory(c.pid()); err == nil {
+// Usage is the peak RSS and CPU time seen so far.
+func (c *Child) Usage() (peakRSS int64, cpu time.Duration) {
+	if _, peak, err := Memory(c.Pid()); err == nil {
 		c.mu.Lock()
 		c.peakRSS = max(c.peakRSS, peak)
 		c.mu.Unlock()
 	}
-	if cpu, err := cpuTime(c.pid()); err == nil {
+	if cpu, err := CPUTime(c.Pid()); err == nil {
 		c.mu.Lock()
 		c.lastCPU = cpu
 		c.mu.Unlock()
@@ -145,34 +151,35 @@ func (c *child) usage() (peakRSS int64, cpu time.Duration) {
 	return c.peakRSS, c.lastCPU
 }
 
-// exited reports an early exit, with the end of its log.
-func (c *child) exited() error {
+// Exited reports an early exit, with the end of its log.
+func (c *Child) Exited() error {
 	select {
 	case <-c.done:
-		return fmt.Errorf("%s exited early (%v); its log is %s:\n%s", c.name, c.err, c.log, tail(c.log, 15))
+		return fmt.Errorf("%s exited early (%v); its log is %s:\n%s", c.name, c.err, c.log, Tail(c.log, 15))
 	default:
 		return nil
 	}
 }
 
-// stop sends SIGTERM, waits up to grace, then SIGKILLs.
-func (c *child) stop(grace time.Duration) {
+// Stop sends SIGTERM, waits up to grace, then SIGKILLs.
+func (c *Child) Stop(grace time.Duration) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+	_ = syscall.Kill(-c.Pid(), syscall.SIGTERM)
 	select {
 	case <-c.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+		_ = syscall.Kill(-c.Pid(), syscall.SIGKILL)
 		<-c.done
 	}
 	<-c.sampling
 }
 
-func tail(path string, n int) string {
+// Tail is the last n lines of a file ("" if it cannot be read).
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""

@@ -1,0 +1,9 @@
+// Package benchkit is what the course's benchmarks (hack/fleetbench,
+// hack/kubeletbench) measure with, so that both measure the same way: a
+// tool under test runs as a child process whose peak RSS and CPU time come
+// from /proc (proc.go); the apiserver's and the controller-manager's own
+// request counters say who asked for what (apimetrics.go); the machine's
+// load is checked before and watched during each run, because a
+// comparison on a busy machine measures the other work (load.go); and
+// rounds alternate their order and are summed up by medians (rounds.go).
+package benchkit
