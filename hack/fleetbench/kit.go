@@ -26,6 +26,7 @@ var (
 	procLoadAvg1            = benchkit.ProcLoadAvg1
 	machineCPU              = benchkit.MachineCPU
 	selfCPU                 = benchkit.SelfCPU
+	waitFor                 = benchkit.WaitFor
 	roundOrder              = benchkit.RoundOrder
 	spreadValue             = benchkit.SpreadValue
 	machine                 = benchkit.Machine

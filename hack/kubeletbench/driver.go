@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"kubelet-labs/hack/internal/benchkit"
 	"kubelet-labs/mycore/fleet"
 )
 
@@ -160,7 +161,7 @@ func (d *driver) runPods(ctx context.Context, ns, node, image string, n int, tim
 			return err
 		})
 	}()
-	if err := waitFor(ctx, up, sendErr, timeout, problem, func() string {
+	if err := benchkit.WaitFor(ctx, up, sendErr, timeout, problem, func() string {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return fmt.Sprintf("%d of %d pods Running, %d Ready", len(t.running), n, len(t.ready))
@@ -185,7 +186,7 @@ func (d *driver) runPods(ctx context.Context, ns, node, image string, n int, tim
 			return err
 		})
 	}()
-	if err := waitFor(ctx, gone, sendErr, timeout, problem, func() string {
+	if err := benchkit.WaitFor(ctx, gone, sendErr, timeout, problem, func() string {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return fmt.Sprintf("%d of %d pods gone", len(t.gone), n)
@@ -266,38 +267,6 @@ feed:
 		return err
 	default:
 		return ctx.Err()
-	}
-}
-
-// waitFor waits for done, failing on the sender's error, a problem with
-// the kubelet, or the timeout; it logs progress every 10 s.
-func waitFor(ctx context.Context, done <-chan struct{}, sendErr <-chan error, timeout time.Duration, problem func() error, progress func() string, logf func(string, ...any)) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
-	check := time.NewTicker(500 * time.Millisecond)
-	defer check.Stop()
-	for {
-		select {
-		case <-done:
-			return nil
-		case err := <-sendErr:
-			if err != nil {
-				return err
-			}
-			sendErr = nil // all sent
-		case <-check.C:
-			if err := problem(); err != nil {
-				return err
-			}
-		case <-tick.C:
-			logf("  … %s", progress())
-		case <-deadline.C:
-			return fmt.Errorf("timed out after %s: %s", timeout, progress())
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 	}
 }
 
