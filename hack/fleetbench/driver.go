@@ -55,40 +55,7 @@ func newDriver(cfg *rest.Config, qps float64, burst int) (*driver, error) {
 // each runs f for 0..n-1 on the driver's workers, each call paced by the
 // limiter; f gets the time its request left.
 func (d *driver) each(ctx context.Context, n int, f func(ctx context.Context, i int, sent time.Time) error) error {
-	jobs := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(d.workers, n) {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := d.limiter.Wait(ctx); err != nil {
-					return
-				}
-				if err := f(ctx, i, time.Now()); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return ctx.Err()
-	}
+	return each(ctx, d.workers, n, d.limiter, f)
 }
 
 // kwokNode is a Node as KWOK's documentation makes one: KWOK finds it by

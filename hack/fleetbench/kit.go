@@ -27,6 +27,7 @@ var (
 	machineCPU              = benchkit.MachineCPU
 	selfCPU                 = benchkit.SelfCPU
 	waitFor                 = benchkit.WaitFor
+	each                    = benchkit.Each
 	roundOrder              = benchkit.RoundOrder
 	spreadValue             = benchkit.SpreadValue
 	machine                 = benchkit.Machine

@@ -234,40 +234,7 @@ func isReady(p *v1.Pod) bool {
 
 // each runs f for 0..n-1 on 16 workers, each call paced by the limiter.
 func (d *driver) each(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
-	jobs := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(16, n) {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := d.limiter.Wait(ctx); err != nil {
-					return
-				}
-				if err := f(ctx, i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return ctx.Err()
-	}
+	return benchkit.Each(ctx, 16, n, d.limiter, func(ctx context.Context, i int, _ time.Time) error { return f(ctx, i) })
 }
 
 // waitNodeReady waits until the Node is Ready.
