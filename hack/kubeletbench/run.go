@@ -53,10 +53,11 @@ func (e *env) setup(ctx context.Context, logf func(string, ...any)) error {
 	// The kubelets, built first and once: lab 01 compiles the whole real
 	// kubelet (minutes when cold), and no control plane should idle
 	// meanwhile. -buildvcs=false: the checkout may be another user's.
+	kubeletNames := map[string]string{"real": "the real kubelet", "ours": "our kubelet"}
 	e.bins = map[string]string{}
 	for _, k := range e.o.list(e.o.kubelets) {
 		bin := filepath.Join(e.dir, "bin", k+"-kubelet")
-		logf("building %s (the %s kubelet; minutes when cold) ...", labs[k], k)
+		logf("building %s (%s; minutes when cold) ...", labs[k], kubeletNames[k])
 		build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bin, labs[k])
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
