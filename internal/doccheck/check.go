@@ -21,7 +21,9 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Lin
 
 // Pages lists the Markdown files the checks cover: the root READMEs, every
 // page under docs/ and under labs/ (a lab's README, and what sits beside
-// it, such as lab 18's BENCHMARKS.md), and every README anywhere else.
+// it), and every README anywhere else, with the BENCHMARKS record a tool
+// keeps beside its README (hack/fleetbench/BENCHMARKS.md), for those
+// pages link to each other and to the labs.
 // Hidden folders (.labs, .git) and node_modules are not the course's.
 func Pages(fsys fs.FS) ([]string, error) {
 	var pages []string
@@ -36,7 +38,7 @@ func Pages(fsys fs.FS) ([]string, error) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".md") && (strings.HasPrefix(p, "docs/") || strings.HasPrefix(p, "labs/") || strings.HasPrefix(name, "README")) {
+		if strings.HasSuffix(name, ".md") && (strings.HasPrefix(p, "docs/") || strings.HasPrefix(p, "labs/") || strings.HasPrefix(name, "README") || strings.HasPrefix(name, "BENCHMARKS")) {
 			pages = append(pages, p)
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -99,6 +100,26 @@ func TestCheckFindsBrokenReferences(t *testing.T) {
 				t.Errorf("want one problem with %q, got %q", tc.want, problems)
 			}
 		})
+	}
+}
+
+// TestPagesCoverBenchmarkRecords: a tool's record beside its README
+// (hack/fleetbench/BENCHMARKS.md, moved there from lab 18) is checked as
+// its README is: its links point into the labs and back.
+func TestPagesCoverBenchmarkRecords(t *testing.T) {
+	fsys := fstest.MapFS{
+		"hack/fleetbench/README.md":           {Data: []byte("# fleetbench\n")},
+		"hack/fleetbench/BENCHMARKS.md":       {Data: []byte("# record\n")},
+		"hack/fleetbench/BENCHMARKS.zh-CN.md": {Data: []byte("# 记录\n")},
+		"hack/fleetbench/notes.md":            {Data: []byte("# not a page of the course\n")},
+	}
+	pages, err := Pages(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"hack/fleetbench/BENCHMARKS.md", "hack/fleetbench/BENCHMARKS.zh-CN.md", "hack/fleetbench/README.md"}
+	if !slices.Equal(pages, want) {
+		t.Errorf("Pages = %v, want %v", pages, want)
 	}
 }
 
