@@ -15,6 +15,7 @@
 //	                │ (their requests; their pod watches), 1 for the Node  │
 //	                │ informer (read by the status reporters);             │
 //	                │ 16 event broadcasters (node i: i mod 16)             │
+//	                │ 32 turns to write pod status (status.WriteTurns)     │
 //	                │ node 0000: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0000 │
 //	                │ node 0001: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0001 │
 //	                │ …          + Lease, status reporter per node         │
@@ -53,6 +54,20 @@
 // as KWOK's do: then no per-node check is made, and an admin's requests
 // are exempt from priority and fairness — nothing stops them from
 // flooding the apiserver.
+//
+// # Status writes
+//
+// A node's status manager posts a pod's status as soon as it changes, as
+// upstream's does. A thousand of them on one apiserver would have every
+// post in flight at once, each waiting behind all the others — and a pod
+// being deleted changes twice in a few milliseconds (its containers
+// stopped, then its terminal phase), so both posts went out. The nodes
+// share Options.StatusWrites turns (32): a post waits for a turn and
+// then sends the newest status the node has, so what changed while it
+// waited is written once (status.WriteTurns). That is upstream's rule —
+// the sync writes the newest version, an older one is never sent — met
+// under load; each node still writes each of its own statuses, as
+// itself.
 //
 // # Registration
 //

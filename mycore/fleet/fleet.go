@@ -28,6 +28,7 @@ import (
 	"kubelet-labs/mycore/lease"
 	"kubelet-labs/mycore/node"
 	"kubelet-labs/mycore/podconfig"
+	"kubelet-labs/mycore/status"
 )
 
 // Defaults.
@@ -41,6 +42,10 @@ const (
 	// DefaultNodesPerConnection: how many nodes share one connection for
 	// their requests (see Options.NodesPerConnection).
 	DefaultNodesPerConnection = 100
+	// DefaultStatusWrites: how many status writes (a pod's status PATCH,
+	// the final DELETE) the fleet's nodes have in flight together (see
+	// Options.StatusWrites).
+	DefaultStatusWrites = 32
 )
 
 // DefaultCapacity is what each node reports: KWOK's default fake node
@@ -95,6 +100,12 @@ type Options struct {
 	// RegisterParallelism: Node creates in flight (default 16). A node
 	// whose create fails waits out its back-off without holding a place.
 	RegisterParallelism int
+	// StatusWrites: pod status writes of all nodes in flight at once
+	// (default DefaultStatusWrites). A node's status manager waits for a
+	// turn, then posts the newest status it has: one that changed while
+	// it waited is posted once, not twice (status.WriteTurns). Leases and
+	// node status do not wait for turns.
+	StatusWrites int
 	// ClusterDNS and ClusterDomain are every node's kubelet clusterDNS
 	// and clusterDomain (mykubelet.Options): the resolv.conf the mock
 	// runtime shows in a ClusterFirst pod. Zero: the kubelet's defaults.
@@ -135,6 +146,8 @@ type Fleet struct {
 	ready   chan struct{}
 	ran     bool
 	log     func(string, ...any)
+	// turns are the nodes' shared turns to write pod status
+	turns *status.WriteTurns
 	// client is the shared client Run built (set before any node starts):
 	// for the tests, which check who its requests go as.
 	client kubernetes.Interface
@@ -169,6 +182,9 @@ func New(o Options) (*Fleet, error) {
 	if o.RegisterParallelism <= 0 {
 		o.RegisterParallelism = DefaultRegisterParallelism
 	}
+	if o.StatusWrites <= 0 {
+		o.StatusWrites = DefaultStatusWrites
+	}
 	if o.NodesPerConnection <= 0 {
 		o.NodesPerConnection = DefaultNodesPerConnection
 	}
@@ -178,7 +194,11 @@ func New(o Options) (*Fleet, error) {
 	if _, _, err := (lease.Config{LeaseDurationSeconds: o.LeaseDurationSeconds}).Durations(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{o: o, ready: make(chan struct{}), log: o.Log}
+	turns, err := status.NewWriteTurns(o.StatusWrites)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	f := &Fleet{o: o, ready: make(chan struct{}), log: o.Log, turns: turns}
 	if f.log == nil {
 		f.log = func(string, ...any) {}
 	}

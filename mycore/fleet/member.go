@@ -67,6 +67,9 @@ func newMember(f *Fleet, i int, name string, conn nodeConn, updates <-chan kubet
 		// a thousand nodes' GET before each status PATCH were a third of
 		// the fleet's requests (issue 23); see status.Options.ReadLastWrite
 		StatusReadLastWrite: true,
+		// and waits for one of the fleet's turns to write, then sends the
+		// newest status it has (status.WriteTurns)
+		StatusTurns: f.turns,
 		// one of the fleet's few broadcasters, not one per node (events.go)
 		Events:     events,
 		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,

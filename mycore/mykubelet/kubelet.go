@@ -119,6 +119,9 @@ type Options struct {
 	// status manager does (status.Options.ReadLastWrite says why nothing
 	// is lost). Fleet mode sets it; a single node keeps upstream's way.
 	StatusReadLastWrite bool
+	// StatusTurns, if set, are turns to write pod status shared with
+	// other kubelets of the process (status.WriteTurns): fleet mode's.
+	StatusTurns *status.WriteTurns
 	// Events, if set, records the node's events, and the node starts no
 	// broadcaster of its own: fleet mode's nodes share a few (its
 	// events.go), which must stamp each event with source kubelet/NODE.
@@ -314,7 +317,7 @@ func New(o Options) (*Kubelet, error) {
 	// 212): the status manager re-posts a status someone else overwrote,
 	// deletes a finished pod the pod source shows deleted, and forgets a
 	// last write once the pod source has delivered it.
-	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Clock: k.clock, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite})
+	k.status = status.NewManager(o.Client, w, status.Options{SyncPeriod: o.StatusSyncPeriod, Clock: k.clock, Journal: k.journal, Pods: k.pods, Mirrors: k.pods, ReadLastWrite: o.StatusReadLastWrite, Turns: o.StatusTurns})
 	k.mirrors = &mirror.Reconciler{NodeName: o.NodeName, Pods: k.pods,
 		Client: mirror.NewClient(o.Client, o.NodeName), Nodes: mirror.NodeGetter{Client: o.Client}}
 	// Probes read pod IPs and container IDs from the status manager and

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
 )
 
@@ -150,4 +151,52 @@ func podReadyIs(st v1.PodStatus, want v1.ConditionStatus) bool {
 		}
 	}
 	return false
+}
+
+// TestAPostThatWaitedForItsTurnSendsTheNewest: with WriteTurns, a post
+// queued with one version and made to wait for a turn sends the version
+// cached when the turn comes, so a status superseded while it waited is
+// never written: one PATCH, and it carries the newer status.
+func TestAPostThatWaitedForItsTurnSendsTheNewest(t *testing.T) {
+	f := setup(t)
+	turns, err := NewWriteTurns(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.o.Turns = turns
+	ctx := context.Background()
+	pod := createPod(t, f.admin, "turns", v1.RestartPolicyNever)
+	notReady := runningAt(time.Now().Add(-time.Second))
+	notReady.ContainerStatuses[0].Ready = false
+	notReady.Conditions[0].Status = v1.ConditionFalse
+	f.m.SetPodStatus(pod, notReady)
+
+	done, err := turns.take(ctx) // another node's write holds the only turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches := f.calls.count(http.MethodPatch)
+	synced := make(chan int)
+	go func() { synced <- f.m.Sync(ctx, false) }()
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return turns.Waited() == 1, nil
+	}); err != nil {
+		t.Fatalf("the sync never waited for a turn: %v", err)
+	}
+	ready := runningAt(time.Now().Add(-time.Second)) // while it waits, the probe says ready
+	f.m.SetPodStatus(pod, ready)
+	done()
+	if n := <-synced; n != 1 {
+		t.Fatalf("synced %d pods, want 1", n)
+	}
+	if p := f.calls.count(http.MethodPatch) - patches; p != 1 {
+		t.Errorf("%d PATCH calls, want 1", p)
+	}
+	got := getPod(t, f.admin, pod.Name).Status
+	if !got.ContainerStatuses[0].Ready {
+		t.Errorf("the apiserver has the container not ready: the post sent the version it was queued with, not the newest")
+	}
+	if n := f.m.Sync(ctx, false); n != 0 {
+		t.Errorf("a second sync found %d pods to post: the newest version was not recorded as posted", n)
+	}
 }

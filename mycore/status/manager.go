@@ -88,6 +88,10 @@ type Options struct {
 	// (Pods) has that write from the informer; then the pod manager's copy
 	// is the base, so a running pod's status is not held twice.
 	ReadLastWrite bool
+	// Turns, if set, is shared with other managers: each post (with its
+	// read and the final delete) waits for a turn, then sends the newest
+	// version of the pod's status (see WriteTurns). Fleet mode's.
+	Turns *WriteTurns
 }
 
 // versioned is upstream's versionedPodStatus (:52-65): a status, its

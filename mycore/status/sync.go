@@ -81,7 +81,20 @@ func (m *Manager) Sync(ctx context.Context, all bool) int {
 		if ctx.Err() != nil {
 			break
 		}
-		m.syncPod(ctx, j.uid, j.statusUID, j.st)
+		if m.o.Turns == nil {
+			m.syncPod(ctx, j.uid, j.statusUID, j.st)
+			continue
+		}
+		done, err := m.o.Turns.take(ctx)
+		if err != nil {
+			break
+		}
+		// What changed while this post waited for its turn is posted
+		// with it: the version it was queued with is never sent.
+		if st, ok := m.newest(j.uid, j.st); ok {
+			m.syncPod(ctx, j.uid, j.statusUID, st)
+		}
+		done()
 	}
 	return len(jobs)
 }

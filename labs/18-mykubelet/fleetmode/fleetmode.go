@@ -70,6 +70,7 @@ type Options struct {
 	gcPercent    int
 	events       bool
 	perConn      int
+	statusWrites int
 }
 
 // Register adds fleet mode's flags to fs: --nodes and those that only
@@ -89,6 +90,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.gcPercent, "gc-percent", 50, "Go's GOGC for this process: a collection starts once the heap has grown this many percent over what was live after the last one (Go's default: 100); 0 or a GOGC environment variable: leave Go's setting")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "none", "a soft limit for the process's Go memory, as GOMEMLIMIT (e.g. 900Mi): near it the collector runs more often; none: no limit (or GOMEMLIMIT's, if set)")
 	fs.IntVar(&o.perConn, "nodes-per-connection", fleet.DefaultNodesPerConnection, "nodes whose requests (pods, leases, node status, events) share one HTTP/2 connection to the apiserver, and whose pod watches share another; the Node informer has one of its own (a kubelet has its own connection)")
+	fs.IntVar(&o.statusWrites, "status-writes", fleet.DefaultStatusWrites, "pod status writes (PATCH, the final DELETE) of all nodes in flight at once; a node waits for a turn, then posts the newest status it has, so a status that changed while it waited is written once")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
 }
@@ -110,6 +112,9 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	}
 	if o.RelistPeriod <= 0 || o.statusEvery <= 0 || o.every < 0 || (o.qps > 0 && o.burst < 1) {
 		return errors.New("--relist-period and --node-status-update-frequency must be positive, --report-every not negative, --kube-api-burst at least 1")
+	}
+	if o.statusWrites < 0 {
+		return fmt.Errorf("--status-writes %d: must be at least 1 (0: the default, %d)", o.statusWrites, fleet.DefaultStatusWrites)
 	}
 	if o.perConn < 0 {
 		return fmt.Errorf("--nodes-per-connection %d: must be at least 1 (0: the default, %d)", o.perConn, fleet.DefaultNodesPerConnection)
@@ -163,7 +168,7 @@ func Run(ctx context.Context, o Options, out *labenv.Printer, onReady func(*flee
 	fo := fleet.Options{
 		Config: cfg, Nodes: o.Nodes, Shard: shard, Shards: shards, Prefix: o.prefix, QPS: float32(o.qps), Burst: o.burst, Dir: dir,
 		LeaseDurationSeconds: int32(o.leaseSeconds), StatusUpdateFrequency: o.statusEvery, RelistPeriod: o.RelistPeriod,
-		SharedIdentity: o.sharedID, NoEvents: !o.events, NodesPerConnection: o.perConn, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
+		SharedIdentity: o.sharedID, NoEvents: !o.events, NodesPerConnection: o.perConn, StatusWrites: o.statusWrites, Calls: calls, Log: func(f string, a ...any) { out.Printf("fleet   "+f, a...) },
 		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 	}
 	if o.logNode != "" {

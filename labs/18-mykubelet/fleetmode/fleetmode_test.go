@@ -222,6 +222,7 @@ func TestFleetBadInput(t *testing.T) {
 		{"shard not a fraction", func(o *Options) { o.shard = "1" }, `--shard "1"`},
 		{"shards over the names", func(o *Options) { o.Nodes, o.shard = 5000, "2/3" }, "3 shards of 5000 nodes: more than 10000"},
 		{"nodes per connection", func(o *Options) { o.perConn = -1 }, "--nodes-per-connection -1: must be at least 1"},
+		{"status writes", func(o *Options) { o.statusWrites = -1 }, "--status-writes -1: must be at least 1"},
 		{"no cluster", func(o *Options) {}, "nope.kubeconfig"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
