@@ -41,7 +41,8 @@ type AgentOptions struct {
 // watch the node go NotReady, then starts it again).
 type Agent struct {
 	opts AgentOptions
-	// Client is the node's ordinary client; Heartbeat is the one for status
+	// Client is the node's ordinary client, its events sent through a
+	// limiter of their own (clients.go); Heartbeat is the one for status
 	// and lease, as in the kubelet (cmd/kubelet/app/server.go, v1.36.3): no
 	// client-side rate limit, a timeout of min(status update frequency,
 	// lease duration), and connections it can close after repeated failures.
@@ -65,7 +66,7 @@ func NewAgent(nodeCfg *rest.Config, o AgentOptions) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(nodeCfg)
+	client, err := newNodeClient(nodeCfg)
 	if err != nil {
 		return nil, err
 	}
