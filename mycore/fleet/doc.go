@@ -15,7 +15,7 @@
 //	                │ (their requests; their pod watches), 1 for the Node  │
 //	                │ informer (read by the status reporters);             │
 //	                │ 16 event broadcasters (node i: i mod 16)             │
-//	                │ 32 turns to write pod status (status.WriteTurns)     │
+//	                │ 128 turns to write pod status (status.WriteTurns)    │
 //	                │ node 0000: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0000 │
 //	                │ node 0001: kubelet ─ PLEG ─ CRI ─▶ mock runtime 0001 │
 //	                │ …          + Lease, status reporter per node         │
@@ -62,7 +62,7 @@
 // post in flight at once, each waiting behind all the others — and a pod
 // being deleted changes twice in a few milliseconds (its containers
 // stopped, then its terminal phase), so both posts went out. The nodes
-// share Options.StatusWrites turns (32): a post waits for a turn and
+// share Options.StatusWrites turns (128): a post waits for a turn and
 // then sends the newest status the node has, so what changed while it
 // waited is written once (status.WriteTurns). That is upstream's rule —
 // the sync writes the newest version, an older one is never sent — met
