@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"kubelet-labs/hack/internal/benchkit"
+	"kubelet-labs/hack/internal/benchkit/benchtest"
 	"kubelet-labs/internal/state"
 	"kubelet-labs/internal/testenv"
 )
@@ -38,15 +40,8 @@ func TestBenchSmall(t *testing.T) {
 	o := options{cp: testenv.ControlPlane(t), dir: t.TempDir(), nodes: nodes, pods: pods, qps: 200, burst: 200, fleetQPS: -1,
 		tools: "kwok,fleet,fleet-shared", timeout: 2 * time.Minute, out: out,
 		// CI's machine is busy with other tests: say so, do not refuse
-		rounds: 1, maxLoad: 1, allowBusy: true}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	log := &testenv.SyncBuffer{}
-	results, err := run(ctx, o, log)
-	t.Logf("benchmark output:\n%s", log)
-	if err != nil {
-		t.Fatal(err)
-	}
+		RoundFlags: benchkit.RoundFlags{Rounds: 1}, LoadFlags: benchkit.LoadFlags{MaxLoad: 1, AllowBusy: true}}
+	results := benchtest.Run(t, 8*time.Minute, func(ctx context.Context, w io.Writer) ([]*result, error) { return run(ctx, o, w) })
 	if len(results) != 3 || results[0].tool != "kwok" || results[1].tool != "fleet" || results[2].tool != "fleet-shared" {
 		t.Fatalf("results %+v", results)
 	}
@@ -84,54 +79,34 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	lines := strings.Split(table, "\n")
-	header := -1
-	for i, l := range lines {
-		if strings.Contains(l, "KWOK v0.7.0") && strings.Contains(l, "ours, as nodes") && strings.HasPrefix(l, " ") {
-			header = i
-			break
-		}
-	}
-	if header < 0 {
+	rows, ok := benchtest.Rows(table, func(l string) bool {
+		return strings.Contains(l, "KWOK v0.7.0") && strings.Contains(l, "ours, as nodes") && strings.HasPrefix(l, " ")
+	})
+	if !ok {
 		t.Fatalf("no header row naming the tools:\n%s", table)
 	}
-	rows := 0
-	for _, l := range lines[header+1:] {
-		if strings.TrimSpace(l) == "" {
-			break
-		}
-		rows++
-		// Columns are separated by three spaces or more.
-		cells := regexp.MustCompile(`\s{3,}`).Split(strings.TrimSpace(l), -1)
+	for _, cells := range rows {
 		if len(cells) != 1+len(results) || slices.Contains(cells, "") {
-			t.Errorf("row %q: want a label and a value per tool", l)
+			t.Errorf("row %q: want a label and a value per tool", cells)
 		}
 	}
-	if rows < 15 {
-		t.Errorf("%d rows in the table, want at least 15:\n%s", rows, table)
+	if len(rows) < 15 {
+		t.Errorf("%d rows in the table, want at least 15:\n%s", len(rows), table)
 	}
 }
 
 // TestBadFlags: a clear error before anything starts.
 func TestBadFlags(t *testing.T) {
-	for _, c := range []struct {
-		edit func(*options)
-		want string
-	}{
-		{func(o *options) { o.nodes = 0 }, "--nodes 0"},
-		{func(o *options) { o.pods = 0 }, "--pods 0"},
-		{func(o *options) { o.pods = 111 }, "more than 110 per node"},
-		{func(o *options) { o.qps = 0 }, "--qps"},
-		{func(o *options) { o.tools = "kwok,kubemark" }, `--tools "kwok,kubemark"`},
-		{func(o *options) { o.rounds = 0 }, "--rounds 0"},
-		{func(o *options) { o.maxLoad = 0 }, "--max-load 0"},
-	} {
-		o := options{nodes: 1, pods: 1, qps: 1, burst: 1, tools: "kwok", timeout: time.Minute, rounds: 1, maxLoad: 1}
-		c.edit(&o)
-		if _, err := run(context.Background(), o, &testenv.SyncBuffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	valid := options{nodes: 1, pods: 1, qps: 1, burst: 1, tools: "kwok", timeout: time.Minute, RoundFlags: benchkit.RoundFlags{Rounds: 1}, LoadFlags: benchkit.LoadFlags{MaxLoad: 1}}
+	benchtest.CheckRefused(t, valid, run, []benchtest.Refused[options]{
+		{Edit: func(o *options) { o.nodes = 0 }, Want: "--nodes 0"},
+		{Edit: func(o *options) { o.pods = 0 }, Want: "--pods 0"},
+		{Edit: func(o *options) { o.pods = 111 }, Want: "more than 110 per node"},
+		{Edit: func(o *options) { o.qps = 0 }, Want: "--qps"},
+		{Edit: func(o *options) { o.tools = "kwok,kubemark" }, Want: `--tools "kwok,kubemark"`},
+		{Edit: func(o *options) { o.Rounds = 0 }, Want: "--rounds 0"},
+		{Edit: func(o *options) { o.MaxLoad = 0 }, Want: "--max-load 0"},
+	})
 }
 
 // TestTableNamesFailures: a tool that failed has no column and is named

@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"kubelet-labs/hack/internal/benchkit"
 	"kubelet-labs/internal/controlplane"
 	"kubelet-labs/internal/labenv"
 	"kubelet-labs/internal/state"
@@ -86,21 +84,9 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 	default:
 		// A control plane of its own: no other agent's pods or nodes in
 		// the numbers, and nothing left behind.
-		logf("starting a private control plane in %s", filepath.Join(e.dir, "cp"))
-		// Free ports are picked, then bound by the children a moment
-		// later; an outgoing connection can take one in between (its
-		// source port comes from the same range): start again, on new ports.
-		for attempt := 1; ; attempt++ {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			e.cp, err = controlplane.Start(cctx, controlplane.Config{
-				Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: o.noFsync,
-			})
-			cancel()
-			if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-				break
-			}
-			logf("a port was taken before the control plane bound it; starting again on other ports")
-		}
+		e.cp, err = benchkit.StartControlPlane(ctx, controlplane.Config{
+			Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: o.noFsync,
+		}, logf)
 		if err != nil {
 			return nil, err
 		}
@@ -127,19 +113,7 @@ func setup(ctx context.Context, o options, logf func(string, ...any)) (*env, err
 
 func (e *env) close() {
 	if e.ownsCP {
-		if err := e.cp.Stop(); err == nil {
-			// The control plane's logs outlive it, in cp-logs beside the
-			// tools' logs: what the controller-manager did to the nodes and
-			// pods (NotReady, taints, evictions) is the first question about
-			// a run that timed out, and its data folder is gigabytes of etcd.
-			dir := e.cp.Config().Dir
-			keep := filepath.Join(e.dir, "cp-logs")
-			os.RemoveAll(keep)
-			if err := os.Rename(filepath.Join(dir, "logs"), keep); err != nil {
-				fmt.Fprintf(os.Stderr, "the control plane's logs were not kept: %v\n", err)
-			}
-			os.RemoveAll(dir)
-		}
+		benchkit.StopControlPlane(e.cp, e.dir)
 	}
 }
 
@@ -150,35 +124,4 @@ func (e *env) controllerManagerTotals(ctx context.Context) (map[fleet.Call]int64
 		return nil, nil
 	}
 	return controllerManagerTotals(ctx, e.cfg, e.cp.Config().ControllerManagerPort)
-}
-
-// controlPlaneCPU is the CPU time of kube-apiserver and etcd so far (0
-// with --kubeconfig: their processes are not ours to read).
-func (e *env) controlPlaneCPU() time.Duration {
-	if e.cp == nil {
-		return 0
-	}
-	var sum time.Duration
-	for name, pid := range e.cp.Pids() {
-		if name == "kube-apiserver" || name == "etcd" {
-			if t, err := cpuTime(pid); err == nil {
-				sum += t
-			}
-		}
-	}
-	return sum
-}
-
-// controllerManagerCPU is the controller-manager's CPU time so far (0
-// with --kubeconfig).
-func (e *env) controllerManagerCPU() time.Duration {
-	if e.cp == nil {
-		return 0
-	}
-	if pid, ok := e.cp.Pids()["kube-controller-manager"]; ok {
-		if t, err := cpuTime(pid); err == nil {
-			return t
-		}
-	}
-	return 0
 }

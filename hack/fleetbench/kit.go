@@ -8,8 +8,9 @@ import (
 
 // The measuring this benchmark shares with hack/kubeletbench (children
 // sampled from /proc, the apiserver's and the controller-manager's
-// request counters, the machine's load, round orders and medians) lives
-// in hack/internal/benchkit, so that both measure the same way; these are
+// request counters, the machine's load, round orders and medians, and the
+// driver that creates, watches and deletes the pods) lives in
+// hack/internal/benchkit, so that both measure the same way; these are
 // its names here.
 
 // child is a tool under test, run as a process of its own.
@@ -17,7 +18,6 @@ type child = benchkit.Child
 
 var (
 	startChild              = benchkit.StartChild
-	cpuTime                 = benchkit.CPUTime
 	requestTotals           = benchkit.RequestTotals
 	controllerManagerTotals = benchkit.ControllerManagerTotals
 	minus                   = benchkit.Minus
@@ -26,8 +26,6 @@ var (
 	procLoadAvg1            = benchkit.ProcLoadAvg1
 	machineCPU              = benchkit.MachineCPU
 	selfCPU                 = benchkit.SelfCPU
-	waitFor                 = benchkit.WaitFor
-	each                    = benchkit.Each
 	roundOrder              = benchkit.RoundOrder
 	spreadValue             = benchkit.SpreadValue
 	machine                 = benchkit.Machine

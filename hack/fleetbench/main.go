@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"kubelet-labs/hack/internal/benchkit"
 	"kubelet-labs/internal/controlplane"
 )
 
@@ -52,14 +53,10 @@ type options struct {
 	out        string
 	noFsync    bool
 	fleetFlags string
-	// rounds of every tool, in alternating order; the table shows medians
-	rounds int
-	// a machine whose 1-minute load is above maxLoad per core is busy:
-	// refused at the start (unless allowBusy), waited for (up to
-	// quietWait) before each tool, and flagged in the table
-	maxLoad   float64
-	allowBusy bool
-	quietWait time.Duration
+	// --rounds, and the machine's load (--max-load, --allow-busy,
+	// --quiet-wait): benchkit's, as kubeletbench's
+	benchkit.RoundFlags
+	benchkit.LoadFlags
 	// cp, in tests, is the control plane to run on (not stopped at the end).
 	cp *controlplane.ControlPlane
 	// dir, in tests, replaces the state folder's bench-18/ (logs, the
@@ -80,10 +77,11 @@ func main() {
 	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-18/result.txt in the state folder)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of a private control plane started for the run (its other pods and nodes then share the apiserver)")
 	fs.StringVar(&o.fleetFlags, "fleet-flags", "", "more flags for the fleet, space-separated (e.g. \"--relist-period=2s --pprof-addr=127.0.0.1:6060\"; the profiler's URL, with its secret path, is in the tool's log, bench-18/fleet.log or fleet-shared.log in the state folder)")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds of every tool; each round runs them in another order (kwok,fleet; fleet,kwok; ...), and the table shows the median of the rounds with the lowest and highest")
-	fs.Float64Var(&o.maxLoad, "max-load", 1, "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each tool")
-	fs.BoolVar(&o.allowBusy, "allow-busy", false, "run on a busy machine anyway; the table then says so at its top")
-	fs.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each tool, wait this long at most for the load to fall under --max-load (the tool before leaves it high for a minute or two)")
+	o.RoundFlags.Register(fs, "rounds of every tool; each round runs them in another order (kwok,fleet; fleet,kwok; ...), and the table shows the median of the rounds with the lowest and highest")
+	o.LoadFlags.Register(fs, benchkit.LoadHelp{
+		MaxLoad:   "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each tool",
+		QuietWait: "before each tool, wait this long at most for the load to fall under --max-load (the tool before leaves it high for a minute or two)",
+	})
 	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "private control plane: etcd skips fsync (faster on slow disks; lab 00 keeps fsync)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -108,10 +106,12 @@ func (o options) check() error {
 		return errors.New("--qps must be positive and --burst at least 1")
 	case o.timeout <= 0:
 		return errors.New("--timeout must be positive")
-	case o.rounds < 1 || o.rounds > 20:
-		return fmt.Errorf("--rounds %d: must be 1 to 20", o.rounds)
-	case o.maxLoad <= 0:
-		return fmt.Errorf("--max-load %g: must be positive", o.maxLoad)
+	}
+	if err := o.RoundFlags.Check(); err != nil {
+		return err
+	}
+	if err := o.LoadFlags.Check(); err != nil {
+		return err
 	}
 	for _, t := range strings.Split(o.tools, ",") {
 		if t != "kwok" && t != "fleet" && t != "fleet-shared" {
@@ -143,10 +143,10 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	tools := strings.Split(o.tools, ",")
 	var results []*result
 	var failed []string
-	for round := range o.rounds {
+	for round := range o.Rounds {
 		order := roundOrder(tools, round)
-		if o.rounds > 1 {
-			logf("round %d of %d: %s", round+1, o.rounds, strings.Join(order, ", "))
+		if o.Rounds > 1 {
+			logf("round %d of %d: %s", round+1, o.Rounds, strings.Join(order, ", "))
 		}
 		for _, t := range order {
 			load, busy := waitQuiet(ctx, o, logf)
@@ -157,7 +157,7 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 				}
 				first, _, _ := strings.Cut(err.Error(), "\n")
 				logf("%s FAILED: %v", t, err)
-				if o.rounds > 1 {
+				if o.Rounds > 1 {
 					first = fmt.Sprintf("round %d: %s", round+1, first)
 				}
 				failed = append(failed, t+": "+first)

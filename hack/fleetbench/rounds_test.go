@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"kubelet-labs/hack/internal/benchkit"
 	"kubelet-labs/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func TestRoundsAlternate(t *testing.T) {
 // column each, the median with the lowest and highest, and a round that
 // started busy is named at the table's top and bottom.
 func TestTableShowsMediansAndSpread(t *testing.T) {
-	o := options{nodes: 10, pods: 100, qps: 200, burst: 200, kubeconfig: "k", tools: "kwok,fleet", rounds: 3, maxLoad: 1}
+	o := options{nodes: 10, pods: 100, qps: 200, burst: 200, kubeconfig: "k", tools: "kwok,fleet", RoundFlags: benchkit.RoundFlags{Rounds: 3}, LoadFlags: benchkit.LoadFlags{MaxLoad: 1}}
 	var results []*result
 	for round, all := range []time.Duration{50 * time.Second, 70 * time.Second, 60 * time.Second} {
 		for _, tool := range roundOrder([]string{"kwok", "fleet"}, round) {
@@ -67,12 +68,12 @@ func TestTableShowsMediansAndSpread(t *testing.T) {
 func TestBusyMachineIsRefused(t *testing.T) {
 	defer func(f func() (float64, error)) { loadAvg1 = f }(loadAvg1)
 	loadAvg1 = func() (float64, error) { return 1e6, nil }
-	o := options{nodes: 1, pods: 1, qps: 1, burst: 1, tools: "kwok", timeout: time.Minute, rounds: 1, maxLoad: 1}
+	o := options{nodes: 1, pods: 1, qps: 1, burst: 1, tools: "kwok", timeout: time.Minute, RoundFlags: benchkit.RoundFlags{Rounds: 1}, LoadFlags: benchkit.LoadFlags{MaxLoad: 1}}
 	_, err := run(context.Background(), o, &testenv.SyncBuffer{})
 	if err == nil || !strings.Contains(err.Error(), "the machine is busy") || !strings.Contains(err.Error(), "--allow-busy") {
 		t.Fatalf("got %v, want the busy machine refused", err)
 	}
-	o.allowBusy = true
+	o.AllowBusy = true
 	if err := checkQuiet(o); err != nil {
 		t.Errorf("with --allow-busy: %v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"kubelet-labs/hack/internal/benchkit"
 )
 
 // formatTable is the one table the benchmark prints: a row per measure,
@@ -40,12 +42,8 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 			busy = append(busy, fmt.Sprintf("%s in round %d started at load %.2f", r.tool, r.round+1, r.loadBefore))
 		}
 	}
-	warning := ""
-	if len(busy) > 0 {
-		warning = fmt.Sprintf("WARNING: A BUSY MACHINE (1-minute load above %g per core, %.2f here): %s. Other work skews the comparison; run it again on a quiet machine.\n",
-			o.maxLoad, o.busyThreshold(), strings.Join(busy, "; "))
-		b.WriteString(warning)
-	}
+	warning := o.BusyWarning(busy)
+	b.WriteString(warning)
 	b.WriteString("\n")
 
 	name := map[string]string{"kwok": "KWOK v0.7.0", "fleet": "ours, as nodes", "fleet-shared": "ours, as admin"}
@@ -123,29 +121,13 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	if e.cp != nil {
 		add("kube-apiserver + etcd CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.cpCPU.Seconds()) })
 	}
-	add("machine load (1 min) at the start", func(r *result) string { return loadCell(r.loadBefore, r.busy) }, func(r *result) float64 { return r.loadBefore })
+	add("machine load (1 min) at the start", func(r *result) string { return benchkit.LoadCell(r.loadBefore, r.busy) }, func(r *result) float64 { return r.loadBefore })
 	add("machine load in the run: mean / peak", func(r *result) string { return fmt.Sprintf("%.2f / %.2f", r.loadMean, r.loadPeak) })
 	add("other processes' CPU in the run", func(r *result) string { return fmt.Sprintf("%.0f s", r.othersCPU.Seconds()) }, secs(func(r *result) time.Duration { return r.othersCPU }))
 	if len(results) == 0 {
 		rows = rows[:1]
 	}
-	widths := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, c := range row {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, row := range rows {
-		for i, c := range row {
-			pad := widths[i] - len([]rune(c))
-			if i == 0 {
-				b.WriteString(c + strings.Repeat(" ", pad))
-			} else {
-				b.WriteString("   " + strings.Repeat(" ", pad) + c)
-			}
-		}
-		b.WriteString("\n")
-	}
+	benchkit.WriteAligned(&b, rows)
 	for _, f := range failed {
 		fmt.Fprintf(&b, "\nFAILED (no column): %s\n", f)
 	}
@@ -170,18 +152,6 @@ it did not), and sampled every 5 s in the run; other processes' CPU = the machin
 run (/proc/stat) less the tool's, the control plane's and the benchmark's own.
 `)
 	return b.String()
-}
-
-// loadCell is a load, or "?" where /proc/loadavg could not be read, and
-// "busy" when the run started above the threshold.
-func loadCell(load float64, busy bool) string {
-	switch {
-	case load < 0:
-		return "?"
-	case busy:
-		return fmt.Sprintf("%.2f busy", load)
-	}
-	return fmt.Sprintf("%.2f", load)
 }
 
 // own is "n", or "n (mine)" when the tool counted its own.

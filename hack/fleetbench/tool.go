@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"kubelet-labs/hack/internal/benchkit"
 	"kubelet-labs/mycore/fleet"
 	"kubelet-labs/mycore/node"
 )
@@ -87,7 +88,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		selector = node.LabLabel + "=18-mykubelet"
 	}
 	d := e.driver
-	if err := d.ensureNamespace(ctx, ns); err != nil {
+	if err := d.EnsureNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
 	// A clean slate: what an earlier, interrupted run may have left.
@@ -102,7 +103,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	}()
 
 	logf("%s: %d nodes, %d pods", tool, o.nodes, o.pods)
-	mine0 := d.calls.Counts()
+	mine0 := d.Calls.Counts()
 	api0, err := requestTotals(ctx, e.admin)
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	if err != nil {
 		return nil, err
 	}
-	cp0, cm0CPU := e.controlPlaneCPU(), e.controllerManagerCPU()
+	cp0, cm0CPU := benchkit.ControlPlaneCPU(e.cp)
 	start := time.Now()
 	lw := watchLoad()
 	defer lw.End()
@@ -176,10 +177,10 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	var mineMid []fleet.CallCount
 	var midErr error
 	atAllRunning := func() {
-		mineMid = d.calls.Counts()
+		mineMid = d.Calls.Counts()
 		apiMid, midErr = requestTotals(ctx, e.admin)
 	}
-	run, times, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.Exited, atAllRunning, logf)
+	pods, err := d.runPods(ctx, ns, names, o.pods, o.timeout, c.Exited, atAllRunning, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +188,12 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 		return nil, midErr
 	}
 	r.podCallsCreating = onResource(minus(apiMid, api0, delta(mineMid, mine0)), "pods")
-	r.running, r.gone = run.counts()
-	lat := run.latencies()
-	r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-	r.allRunning = run.lastRunning().Sub(times.createStart)
+	r.running, _, r.gone = pods.Counts()
+	lat, _, _ := pods.Latencies()
+	r.p50, r.p99 = benchkit.Percentile(lat, 0.50), benchkit.Percentile(lat, 0.99)
+	r.allRunning = pods.LastRunning().Sub(pods.CreateStart)
 	r.perSecond = float64(o.pods) / r.allRunning.Seconds()
-	r.deleteAll = times.allGone.Sub(times.deleteStart)
+	r.deleteAll = pods.AllGone.Sub(pods.DeleteStart)
 	r.lostReady, r.nodesLostReady = nodes.lost()
 	nodes.stop()
 	logf("%s: %d pods Running %.1fs after the first create (p50 %s, p99 %s); all gone %.1fs after the first delete",
@@ -201,10 +202,11 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	r.peakRSS, r.cpu = c.Usage()
 	r.wall = time.Since(start)
 	c.Stop(30 * time.Second)
-	r.cpCPU = e.controlPlaneCPU() - cp0
+	cp1, cm1CPU := benchkit.ControlPlaneCPU(e.cp)
+	r.cpCPU = cp1 - cp0
 	var self time.Duration
 	r.loadMean, r.loadPeak, r.machineBusy, self = lw.End()
-	r.othersCPU = max(0, r.machineBusy-r.cpu-r.cpCPU-(e.controllerManagerCPU()-cm0CPU)-self)
+	r.othersCPU = max(0, r.machineBusy-r.cpu-r.cpCPU-(cm1CPU-cm0CPU)-self)
 
 	api1, err := requestTotals(ctx, e.admin)
 	if err != nil {
@@ -214,7 +216,7 @@ func (e *env) runTool(ctx context.Context, tool string, logf func(string, ...any
 	if err != nil {
 		return nil, err
 	}
-	others := minus(api1, api0, delta(d.calls.Counts(), mine0))
+	others := minus(api1, api0, delta(d.Calls.Counts(), mine0))
 	r.apiCalls, r.wasted, r.refused = fleet.Total(others), fleet.WastedOf(others), refusedOf(others)
 	r.podCalls, r.eventCalls = onResource(others, "pods"), onResource(others, "events")
 	for _, c := range others {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"kubelet-labs/hack/internal/benchkit"
+	"kubelet-labs/hack/internal/benchkit/benchtest"
 	"kubelet-labs/internal/containerdenv"
 	"kubelet-labs/internal/testenv"
 )
@@ -20,8 +23,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // control plane; a busy CI machine is said, not refused.
 func small(t *testing.T, runtimes string) options {
 	return options{cp: testenv.ControlPlane(t), dir: t.TempDir(), out: filepath.Join(t.TempDir(), "table.txt"),
-		pods: 4, rounds: 1, runtimes: runtimes, kubelets: "real,ours", idle: 2 * time.Second, timeout: 3 * time.Minute,
-		qps: 100, burst: 100, maxLoad: 1, allowBusy: true}
+		pods: 4, RoundFlags: benchkit.RoundFlags{Rounds: 1}, runtimes: runtimes, kubelets: "real,ours", idle: 2 * time.Second, timeout: 3 * time.Minute,
+		qps: 100, burst: 100, LoadFlags: benchkit.LoadFlags{MaxLoad: 1, AllowBusy: true}}
 }
 
 // TestMockSmall runs both kubelets on the mock CRI at 4 pods: each pod
@@ -30,16 +33,7 @@ func small(t *testing.T, runtimes string) options {
 // non-zero number in every row that must have one. Timings are logged,
 // not asserted.
 func TestMockSmall(t *testing.T) {
-	o := small(t, "mock")
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	log := &testenv.SyncBuffer{}
-	results, err := run(ctx, o, log)
-	t.Logf("benchmark output:\n%s", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkResults(t, o, results)
+	runSmall(t, small(t, "mock"))
 }
 
 // TestContainerdSmall is the same on containerd 2.2, as root; it skips,
@@ -62,20 +56,16 @@ func TestContainerdSmall(t *testing.T) {
 	if err := prepareContainerd(ctx0, strings.TrimPrefix(env.Endpoint, "unix://")); err != nil {
 		t.Skipf("no containerd run here: %v", err)
 	}
-	o := small(t, "containerd")
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	log := &testenv.SyncBuffer{}
-	results, err := run(ctx, o, log)
-	t.Logf("benchmark output:\n%s", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkResults(t, o, results)
+	runSmall(t, small(t, "containerd"))
 }
 
-func checkResults(t *testing.T, o options, results []*result) {
+// runSmall runs the benchmark as o says, then checks its results and its
+// table: each pod Running, Ready and gone under each kubelet, one
+// RunPodSandbox per pod, and a non-zero number in every row of a
+// kubelet's own work.
+func runSmall(t *testing.T, o options) {
 	t.Helper()
+	results := benchtest.Run(t, 12*time.Minute, func(ctx context.Context, w io.Writer) ([]*result, error) { return run(ctx, o, w) })
 	if len(results) != 2 || results[0].kubelet != "real" || results[1].kubelet != "ours" {
 		t.Fatalf("want the real kubelet's run, then ours; got %d runs", len(results))
 	}
@@ -93,15 +83,8 @@ func checkResults(t *testing.T, o options, results []*result) {
 		t.Fatal(err)
 	}
 	table := string(raw)
-	lines := strings.Split(table, "\n")
-	header := -1
-	for i, l := range lines {
-		if strings.Contains(l, "real kubelet, ") && strings.Contains(l, "ours, ") {
-			header = i
-			break
-		}
-	}
-	if header < 0 {
+	rows, ok := benchtest.Rows(table, func(l string) bool { return strings.Contains(l, "real kubelet, ") && strings.Contains(l, "ours, ") })
+	if !ok {
 		t.Fatalf("no header naming both kubelets:\n%s", table)
 	}
 	// Every measure of a kubelet's own work is non-zero in both columns.
@@ -111,22 +94,18 @@ func checkResults(t *testing.T, o options, results []*result) {
 	zero := regexp.MustCompile(`^0(\.0+)?( ms| s| MiB)?$`)
 	for _, want := range nonZero {
 		found := false
-		for _, l := range lines[header+1:] {
-			if strings.TrimSpace(l) == "" {
-				break // the end of the table
-			}
-			cells := regexp.MustCompile(`\s{3,}`).Split(strings.TrimSpace(l), -1)
+		for _, cells := range rows {
 			if !strings.Contains(cells[0], want) {
 				continue
 			}
 			found = true
 			if len(cells) != 3 {
-				t.Errorf("row %q: want a label and a value per kubelet", l)
+				t.Errorf("row %q: want a label and a value per kubelet", cells)
 				continue
 			}
 			for _, c := range cells[1:] {
 				if zero.MatchString(c) {
-					t.Errorf("row %q: a zero", l)
+					t.Errorf("row %q: a zero", cells)
 				}
 			}
 		}
@@ -147,7 +126,7 @@ func TestRefusesContainerd(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "containerd.sock")
 	loadContainerd = func() (containerdenv.Env, error) { return containerdenv.Env{Endpoint: "unix://" + missing}, nil }
 	geteuid = func() int { return 0 }
-	o := options{pods: 1, rounds: 1, runtimes: "containerd", kubelets: "real", idle: time.Second, timeout: time.Minute, qps: 1, burst: 1, maxLoad: 1}
+	o := options{pods: 1, RoundFlags: benchkit.RoundFlags{Rounds: 1}, runtimes: "containerd", kubelets: "real", idle: time.Second, timeout: time.Minute, qps: 1, burst: 1, LoadFlags: benchkit.LoadFlags{MaxLoad: 1}}
 	_, err := run(context.Background(), o, &testenv.SyncBuffer{})
 	if err == nil || !strings.Contains(err.Error(), missing+" is missing") || !strings.Contains(err.Error(), "sudo scripts/containerd-up.sh") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("no socket: got %v, want one line naming the socket and `sudo scripts/containerd-up.sh`", err)
@@ -170,22 +149,14 @@ func TestRefusesContainerd(t *testing.T) {
 
 // TestBadFlags: a clear error before anything starts.
 func TestBadFlags(t *testing.T) {
-	for _, c := range []struct {
-		edit func(*options)
-		want string
-	}{
-		{func(o *options) { o.pods = 0 }, "--pods 0"},
-		{func(o *options) { o.pods = 111 }, "maxPods"},
-		{func(o *options) { o.rounds = 0 }, "--rounds 0"},
-		{func(o *options) { o.runtimes = "containerd,docker" }, `--runtimes "containerd,docker"`},
-		{func(o *options) { o.kubelets = "real,real" }, `--kubelets "real,real"`},
-		{func(o *options) { o.idle = 0 }, "--idle 0s"},
-		{func(o *options) { o.maxLoad = 0 }, "--max-load 0"},
-	} {
-		o := options{pods: 1, rounds: 1, runtimes: "mock", kubelets: "real", idle: time.Second, timeout: time.Minute, qps: 1, burst: 1, maxLoad: 1}
-		c.edit(&o)
-		if _, err := run(context.Background(), o, &testenv.SyncBuffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("got %v, want %q", err, c.want)
-		}
-	}
+	valid := options{pods: 1, RoundFlags: benchkit.RoundFlags{Rounds: 1}, runtimes: "mock", kubelets: "real", idle: time.Second, timeout: time.Minute, qps: 1, burst: 1, LoadFlags: benchkit.LoadFlags{MaxLoad: 1}}
+	benchtest.CheckRefused(t, valid, run, []benchtest.Refused[options]{
+		{Edit: func(o *options) { o.pods = 0 }, Want: "--pods 0"},
+		{Edit: func(o *options) { o.pods = 111 }, Want: "maxPods"},
+		{Edit: func(o *options) { o.Rounds = 0 }, Want: "--rounds 0"},
+		{Edit: func(o *options) { o.runtimes = "containerd,docker" }, Want: `--runtimes "containerd,docker"`},
+		{Edit: func(o *options) { o.kubelets = "real,real" }, Want: `--kubelets "real,real"`},
+		{Edit: func(o *options) { o.idle = 0 }, Want: "--idle 0s"},
+		{Edit: func(o *options) { o.MaxLoad = 0 }, Want: "--max-load 0"},
+	})
 }

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -40,19 +39,19 @@ const (
 )
 
 type options struct {
-	pods      int
-	rounds    int
-	runtimes  string
-	kubelets  string
-	idle      time.Duration
-	timeout   time.Duration
-	qps       float64
-	burst     int
-	out       string
-	maxLoad   float64
-	allowBusy bool
-	quietWait time.Duration
-	noFsync   bool
+	pods     int
+	runtimes string
+	kubelets string
+	idle     time.Duration
+	timeout  time.Duration
+	qps      float64
+	burst    int
+	out      string
+	noFsync  bool
+	// --rounds, and the machine's load (--max-load, --allow-busy,
+	// --quiet-wait): benchkit's, as fleetbench's
+	benchkit.RoundFlags
+	benchkit.LoadFlags
 	// cp, in tests, is the control plane to run on (not stopped at the end).
 	cp *controlplane.ControlPlane
 	// dir, in tests, replaces the state folder's bench-kubelet/.
@@ -63,7 +62,7 @@ func main() {
 	fs := flag.NewFlagSet("kubeletbench", flag.ExitOnError)
 	var o options
 	fs.IntVar(&o.pods, "pods", 100, "pods per run, all bound to the one node (at most 110, the kubelet's maxPods)")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every kubelet on every runtime, in another order (real,ours; ours,real; ...), and the table shows the median of the rounds with the lowest and highest")
+	o.RoundFlags.Register(fs, "rounds; each runs every kubelet on every runtime, in another order (real,ours; ours,real; ...), and the table shows the median of the rounds with the lowest and highest")
 	fs.StringVar(&o.runtimes, "runtimes", "containerd,mock", "runtimes, in this order: containerd (the course's containerd 2.2, started by `sudo scripts/containerd-up.sh`; needs root) and mock (mylib/fakecri, served by the benchmark)")
 	fs.StringVar(&o.kubelets, "kubelets", "real,ours", "kubelets: real (lab 01, kubelet v1.36.3) and ours (lab 18)")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "after the node is Ready, how long the kubelet idles before the pods come; its runtime calls then are the relists. At least the readiness probe's period (10 s): a probe worker that starts sooner after the kubelet waits a random part of it (prober/worker.go:165-166, v1.36.3)")
@@ -71,9 +70,10 @@ func main() {
 	fs.Float64Var(&o.qps, "qps", 100, "the benchmark's own client (creates and deletes the pods): requests per second")
 	fs.IntVar(&o.burst, "burst", 100, "burst of that client")
 	fs.StringVar(&o.out, "out", "", "also write the table here (default: bench-kubelet/result.txt in the state folder)")
-	fs.Float64Var(&o.maxLoad, "max-load", 1, "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each run")
-	fs.BoolVar(&o.allowBusy, "allow-busy", false, "run on a busy machine anyway; the table then says so at its top")
-	fs.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each run, wait this long at most for the load to fall under --max-load")
+	o.LoadFlags.Register(fs, benchkit.LoadHelp{
+		MaxLoad:   "a 1-minute load above this per core is a busy machine: refused before the start, waited for before each run",
+		QuietWait: "before each run, wait this long at most for the load to fall under --max-load",
+	})
 	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "the private control plane's etcd skips fsync (faster on slow disks)")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
@@ -93,19 +93,22 @@ func main() {
 func (o options) list(s string) []string { return strings.Split(s, ",") }
 
 func (o options) check() error {
-	switch {
-	case o.pods < 1 || o.pods > 110:
+	if o.pods < 1 || o.pods > 110 {
 		return fmt.Errorf("--pods %d: must be 1 to 110 (the kubelet's maxPods)", o.pods)
-	case o.rounds < 1 || o.rounds > 20:
-		return fmt.Errorf("--rounds %d: must be 1 to 20", o.rounds)
+	}
+	if err := o.RoundFlags.Check(); err != nil {
+		return err
+	}
+	switch {
 	case o.qps <= 0 || o.burst < 1:
 		return errors.New("--qps must be positive and --burst at least 1")
 	case o.timeout <= 0:
 		return errors.New("--timeout must be positive")
 	case o.idle < time.Second:
 		return fmt.Errorf("--idle %s: must be at least 1s", o.idle)
-	case o.maxLoad <= 0:
-		return fmt.Errorf("--max-load %g: must be positive", o.maxLoad)
+	}
+	if err := o.LoadFlags.Check(); err != nil {
+		return err
 	}
 	for _, r := range o.list(o.runtimes) {
 		if r != runtimeContainerd && r != runtimeMock || strings.Count(o.runtimes, r) > 1 {
@@ -123,20 +126,6 @@ func (o options) check() error {
 // loadAvg1 reads the 1-minute load; a test replaces it.
 var loadAvg1 = benchkit.ProcLoadAvg1
 
-// checkQuiet refuses a busy machine before anything starts, unless
-// --allow-busy.
-func checkQuiet(o options) error {
-	load, err := loadAvg1()
-	if err != nil || o.allowBusy {
-		return nil
-	}
-	if load > benchkit.BusyThreshold(o.maxLoad) {
-		return fmt.Errorf("the machine is busy: load %.2f on %d cores, above --max-load %g per core; a comparison now measures the other work. Wait until it is quiet, or pass --allow-busy (the table then says the run was busy)",
-			load, runtime.NumCPU(), o.maxLoad)
-	}
-	return nil
-}
-
 // run is the whole benchmark; it returns the results in the order run.
 func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	if err := o.check(); err != nil {
@@ -150,7 +139,8 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 			return nil, err
 		}
 	}
-	if err := checkQuiet(o); err != nil {
+	// A busy machine is refused before anything starts, unless --allow-busy.
+	if err := o.CheckQuiet(loadAvg1, ""); err != nil {
 		return nil, err
 	}
 	if err := e.setup(ctx, logf); err != nil {
@@ -168,11 +158,11 @@ func run(ctx context.Context, o options, w io.Writer) ([]*result, error) {
 	if out == "" {
 		out = filepath.Join(e.dir, "result.txt")
 	}
-	done, total := 0, o.rounds*len(o.list(o.runtimes))*len(o.list(o.kubelets))
-	for round := range o.rounds {
+	done, total := 0, o.Rounds*len(o.list(o.runtimes))*len(o.list(o.kubelets))
+	for round := range o.Rounds {
 		for _, rt := range o.list(o.runtimes) {
 			for _, k := range benchkit.RoundOrder(o.list(o.kubelets), round) {
-				load, busy := benchkit.WaitQuiet(ctx, loadAvg1, benchkit.BusyThreshold(o.maxLoad), o.allowBusy, o.quietWait, logf)
+				load, busy := o.WaitQuiet(ctx, loadAvg1, logf)
 				r, err := e.runOne(ctx, k, rt, round, logf)
 				if err != nil {
 					if ctx.Err() != nil {

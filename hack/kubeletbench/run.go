@@ -75,20 +75,9 @@ func (e *env) setup(ctx context.Context, logf func(string, ...any)) error {
 		}
 		// A control plane of its own: no other agent's pods or nodes in
 		// the numbers, and nothing left behind.
-		logf("starting a private control plane in %s", filepath.Join(e.dir, "cp"))
-		for attempt := 1; ; attempt++ {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			e.cp, err = controlplane.Start(cctx, controlplane.Config{
-				Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: e.o.noFsync,
-			})
-			cancel()
-			// Free ports are picked, then bound a moment later: another
-			// connection may take one in between. Again, on new ports.
-			if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-				break
-			}
-			logf("a port was taken before the control plane bound it; starting again on other ports")
-		}
+		e.cp, err = benchkit.StartControlPlane(ctx, controlplane.Config{
+			Dir: filepath.Join(e.dir, "cp"), BinDir: binDir, ModuleRoot: root, Fresh: true, UnsafeNoFsync: e.o.noFsync,
+		}, logf)
 		if err != nil {
 			return err
 		}
@@ -110,16 +99,7 @@ func (e *env) setup(ctx context.Context, logf func(string, ...any)) error {
 
 func (e *env) close() {
 	if e.ownsCP && e.cp != nil {
-		if err := e.cp.Stop(); err == nil {
-			// its logs outlive it, beside the kubelets'; its data is etcd's
-			dir := e.cp.Config().Dir
-			keep := filepath.Join(e.dir, "cp-logs")
-			os.RemoveAll(keep)
-			if err := os.Rename(filepath.Join(dir, "logs"), keep); err != nil {
-				fmt.Fprintf(os.Stderr, "the control plane's logs were not kept: %v\n", err)
-			}
-			os.RemoveAll(dir)
-		}
+		benchkit.StopControlPlane(e.cp, e.dir)
 	}
 }
 
@@ -182,7 +162,7 @@ func (e *env) runOne(ctx context.Context, kubelet, rt string, round int, logf fu
 		return nil, err
 	}
 	defer p.stop()
-	if err := d.ensureNamespace(ctx, name); err != nil {
+	if err := d.EnsureNamespace(ctx, name); err != nil {
 		return nil, err
 	}
 
@@ -198,7 +178,7 @@ func (e *env) runOne(ctx context.Context, kubelet, rt string, round int, logf fu
 	logf("%s kubelet on %s (round %d): node %s", kubelet, rt, round+1, name)
 	lw := benchkit.WatchLoad(loadAvg1)
 	defer lw.End()
-	cp0, cm0CPU := e.controlPlaneCPU()
+	cp0, cm0CPU := benchkit.ControlPlaneCPU(e.cp)
 	start := time.Now()
 	// Its own state folder: certificates, pod folders and logs of this
 	// run alone, removed after it.
@@ -298,16 +278,16 @@ func (e *env) runOne(ctx context.Context, kubelet, rt string, round int, logf fu
 	c.Stop(30 * time.Second)
 	stopped = true
 	loadMean, loadPeak, machine, self := lw.End()
-	cp1, cm1CPU := e.controlPlaneCPU()
+	cp1, cm1CPU := benchkit.ControlPlaneCPU(e.cp)
 
-	r.running, r.ready, r.gone = pods.counts()
-	running, ready, gone := pods.latencies()
+	r.running, r.ready, r.gone = pods.Counts()
+	running, ready, gone := pods.Latencies()
 	n := float64(o.pods)
 	r.v[keyRunP50], r.v[keyRunP99] = percentile(running, 0.50), percentile(running, 0.99)
 	r.v[keyReadyP50], r.v[keyReadyP99] = percentile(ready, 0.50), percentile(ready, 0.99)
 	r.v[keyGoneP50] = percentile(gone, 0.50)
-	r.v[keyAllUp] = pods.allUp.Sub(pods.createStart).Seconds()
-	r.v[keyAllGone] = pods.allGone.Sub(pods.deleteStart).Seconds()
+	r.v[keyAllUp] = pods.AllUp.Sub(pods.CreateStart).Seconds()
+	r.v[keyAllGone] = pods.AllGone.Sub(pods.DeleteStart).Seconds()
 	create, del := c1.minus(c0), c2.minus(c1)
 	r.v[keyAPICreate], r.v[keyAPIDelete] = float64(create.requests())/n, float64(del.requests())/n
 	r.v[keyPodsCreate] = float64(benchkit.OnResource(create.api, "pods")) / n
@@ -341,7 +321,7 @@ func (e *env) counters(ctx context.Context, p *proxy) (counts, error) {
 	var c counts
 	var err error
 	c.cri = p.counts()
-	c.mine = e.driver.calls.Counts()
+	c.mine = e.driver.Calls.Counts()
 	if c.api, err = benchkit.RequestTotals(ctx, e.admin); err != nil {
 		return c, err
 	}
@@ -398,29 +378,7 @@ func sum(a, b map[string]int64) map[string]int64 {
 
 // percentile of sorted latencies, in seconds (0 for none).
 func percentile(sorted []time.Duration, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)].Seconds()
-}
-
-// controlPlaneCPU is the CPU time so far of kube-apiserver and etcd, and
-// of the controller-manager.
-func (e *env) controlPlaneCPU() (apiserverEtcd, cm time.Duration) {
-	for name, pid := range e.cp.Pids() {
-		t, err := benchkit.CPUTime(pid)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "kube-apiserver", "etcd":
-			apiserverEtcd += t
-		case "kube-controller-manager":
-			cm += t
-		}
-	}
-	return apiserverEtcd, cm
+	return benchkit.Percentile(sorted, p).Seconds()
 }
 
 // removeRunDir removes a run's folder, unless something is mounted in it

@@ -162,12 +162,8 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 			busy = append(busy, fmt.Sprintf("%s on %s in round %d started at load %.2f", r.kubelet, r.runtime, r.round+1, r.loadBefore))
 		}
 	}
-	warning := ""
-	if len(busy) > 0 {
-		warning = fmt.Sprintf("WARNING: A BUSY MACHINE (1-minute load above %g per core, %.2f here): %s. Other work skews the comparison; run it again on a quiet machine.\n",
-			o.maxLoad, benchkit.BusyThreshold(o.maxLoad), strings.Join(busy, "; "))
-		b.WriteString(warning)
-	}
+	warning := o.BusyWarning(busy)
+	b.WriteString(warning)
 	b.WriteString("\n")
 
 	table := [][]string{{""}}
@@ -181,7 +177,7 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 		for i, r := range c.runs {
 			v[i], anyBusy = r.loadBefore, anyBusy || r.busy
 		}
-		cell := loadCell(benchkit.MedianValue(v), anyBusy) + benchkit.Spread(v, benchkit.SpreadValue)
+		cell := benchkit.LoadCell(benchkit.MedianValue(v), anyBusy) + benchkit.Spread(v, benchkit.SpreadValue)
 		loadRow = append(loadRow, cell)
 	}
 	for _, rw := range rows(o.pods) {
@@ -199,7 +195,7 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	if len(cols) == 0 {
 		table = table[:1]
 	}
-	writeAligned(&b, table)
+	benchkit.WriteAligned(&b, table)
 
 	// Ours against the real kubelet, runtime by runtime.
 	var goals [][]string
@@ -237,7 +233,7 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	}
 	if len(goals) > 0 {
 		b.WriteString("\nours ÷ real kubelet, medians (issue 41's goals):\n")
-		writeAligned(&b, append([][]string{{"runtime", "measure", "ours ÷ real", "goal", ""}}, goals...))
+		benchkit.WriteAligned(&b, append([][]string{{"runtime", "measure", "ours ÷ real", "goal", ""}}, goals...))
 	}
 	for _, f := range failed {
 		fmt.Fprintf(&b, "\nFAILED (no cell): %s\n", f)
@@ -260,39 +256,4 @@ both kubelets and both runtimes. Idle: the spell after the node is Ready, before
 run (/proc/stat) less the kubelet's, the control plane's and the benchmark's own.
 `)
 	return b.String()
-}
-
-// writeAligned writes rows as columns: the first left-aligned, the others
-// right-aligned, three spaces apart.
-func writeAligned(b *strings.Builder, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var line strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if i == 0 {
-				line.WriteString(c + pad)
-			} else {
-				line.WriteString("   " + pad + c)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
-	}
-}
-
-// loadCell is a load, "?" where /proc/loadavg could not be read, and
-// "busy" when a run started above the threshold.
-func loadCell(load float64, busy bool) string {
-	switch {
-	case load < 0:
-		return "?"
-	case busy:
-		return fmt.Sprintf("%.2f busy", load)
-	}
-	return fmt.Sprintf("%.2f", load)
 }
