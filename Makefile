@@ -30,7 +30,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout $(TEST_TIMEOUT)
 ENVCHECK_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 CONFORMANCE_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT)
 
-.PHONY: test build clean check tour conformance stage grade break
+.PHONY: test build clean check tour conformance bench stage grade break
 
 ## test: every test against real components, then a summary that names
 ## every skipped test and why (internal/testsummary; the exit code is go
@@ -59,6 +59,18 @@ build:
 ## hack/conformance
 conformance:
 	go run -C hack/conformance ./cmd/conformance
+
+## bench: a benchmark beside the course, three rounds on a quiet machine,
+## its table printed and kept in the state folder. BENCH=fleet (the
+## default; hack/fleetbench: lab 18's fleet mode beside KWOK v0.7.0, 1,000
+## nodes and 10,000 pods per tool, about 30 min) or BENCH=kubelet
+## (hack/kubeletbench: lab 18 beside the real kubelet v1.36.3, 100 pods on
+## containerd 2.2 — as root, sudo scripts/containerd-up.sh first — and on
+## the mock, about 30 min). ARGS="--rounds 1 …" passes flags on.
+BENCH ?= fleet
+bench:
+	@case "$(BENCH)" in fleet|kubelet) ;; *) echo "make bench: BENCH=$(BENCH): want fleet or kubelet" >&2; exit 2;; esac
+	go run ./hack/$(BENCH)bench $(ARGS)
 
 ## tour: every lab's README in order, typed as a learner types it (lab
 ## 00's control plane under all of them; lab 11's `sudo
