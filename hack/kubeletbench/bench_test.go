@@ -90,7 +90,8 @@ func runSmall(t *testing.T, o options) {
 	// Every measure of a kubelet's own work is non-zero in both columns.
 	nonZero := []string{"pod create → Running, p50", "pod create → Ready, p50", "all Running and Ready", "all gone",
 		"API requests per pod, create", "API requests per pod, delete", "CRI calls per pod, create", "CRI calls per pod, delete",
-		"of them RunPodSandbox", "ListPodSandbox per second, idle", "peak RSS", "CPU seconds, start → all gone"}
+		"of them RunPodSandbox", "ListPodSandbox per second, idle", "peak RSS", "heap and stacks (RssAnon)",
+		"the program's own pages (RssFile)", "CPU seconds, start → all gone"}
 	zero := regexp.MustCompile(`^0(\.0+)?( ms| s| MiB)?$`)
 	for _, want := range nonZero {
 		found := false

@@ -274,6 +274,7 @@ func (e *env) runOne(ctx context.Context, kubelet, rt string, round int, logf fu
 		return nil, err // killed after the last pod was gone: the numbers are not a whole run's
 	}
 	rss, cpuEnd := c.Usage()
+	anon, file := c.PeakParts()
 	stopGuard() // before the kubelet's stop: the guard signals a live kubelet only
 	c.Stop(30 * time.Second)
 	stopped = true
@@ -297,6 +298,7 @@ func (e *env) runOne(ctx context.Context, kubelet, rt string, round int, logf fu
 	r.cri = sum(create.cri, del.cri)
 	r.v[keyRunSandbox] = float64(r.cri[methodRunSandbox]) / n
 	r.v[keyRSS] = float64(rss) / (1 << 20)
+	r.v[keyRSSAnon], r.v[keyRSSFile] = float64(anon)/(1<<20), float64(file)/(1<<20)
 	r.v[keyCPUPods] = (cpuEnd - cpuIdle).Seconds()
 	r.v[keyCPUAll] = cpuEnd.Seconds()
 	r.v[keyCPCPU] = (cp1 - cp0).Seconds()

@@ -30,6 +30,8 @@ const (
 	keyCRIDelete      = "criDelete"
 	keyRunSandbox     = "runSandbox"
 	keyRSS            = "rss"
+	keyRSSAnon        = "rss-anon"
+	keyRSSFile        = "rss-file"
 	keyCPUPods        = "cpuPods"
 	keyCPUAll         = "cpuAll"
 	keyCPCPU          = "cpCPU"
@@ -83,6 +85,8 @@ func rows(pods int) []row {
 		{keyListContainers, "ListContainers per second, idle", f2},
 		{keyIdleCPU, "CPU, idle (cores)", f2},
 		{keyRSS, "peak RSS", mib},
+		{keyRSSAnon, "  heap and stacks (RssAnon), at its highest", mib},
+		{keyRSSFile, "  the program's own pages (RssFile), at its highest", mib},
 		{keyCPUPods, "CPU seconds, first create → all gone", f1},
 		{keyCPUAll, "CPU seconds, start → all gone", f1},
 		{keyCPCPU, "kube-apiserver + etcd CPU seconds in the run", f1},
@@ -242,8 +246,8 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 		b.WriteString("\n" + warning)
 	}
 	b.WriteString(`
-How: each kubelet runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc),
-one at a time, on a node of its own named for the run; the pods are bound by spec.nodeName and
+How: each kubelet runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc;
+RssAnon and RssFile, the highest of each sampled every 250 ms from /proc/PID/status), one at a time, on a node of its own named for the run; the pods are bound by spec.nodeName and
 created, then deleted (default grace, one DELETE each), by the benchmark's client. Latency =
 request sent → first watch event with phase Running / condition Ready / the pod gone. API
 requests: the apiserver's apiserver_request_total, before the first create, when all pods are

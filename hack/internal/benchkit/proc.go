@@ -43,9 +43,20 @@ func CPUTime(pid int) (time.Duration, error) {
 
 // Memory reads VmRSS (now) and VmHWM (the peak so far) in bytes.
 func Memory(pid int) (rss, peak int64, err error) {
+	m, err := readMemory(pid)
+	return m.rss, m.peak, err
+}
+
+// memory is what /proc/PID/status says of a process's resident memory,
+// in bytes: VmRSS is RssAnon (heap, stacks: what the program allocated)
+// plus RssFile (pages of files it mapped, its own binary's code and data
+// first) plus RssShmem.
+type memory struct{ rss, peak, anon, file int64 }
+
+func readMemory(pid int) (m memory, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -57,12 +68,16 @@ func Memory(pid int) (rss, peak int64, err error) {
 		kb, _ := strconv.ParseInt(fields[1], 10, 64)
 		switch fields[0] {
 		case "VmRSS:":
-			rss = kb << 10
+			m.rss = kb << 10
 		case "VmHWM:":
-			peak = kb << 10
+			m.peak = kb << 10
+		case "RssAnon:":
+			m.anon = kb << 10
+		case "RssFile:":
+			m.file = kb << 10
 		}
 	}
-	return rss, peak, s.Err()
+	return m, s.Err()
 }
 
 // Child is a tool under test, run as a process of its own so that its
@@ -76,6 +91,8 @@ type Child struct {
 
 	mu       sync.Mutex
 	peakRSS  int64
+	peakAnon int64 // the highest RssAnon and RssFile sampled
+	peakFile int64
 	lastCPU  time.Duration
 	sampling chan struct{}
 }
@@ -119,11 +136,12 @@ func (c *Child) sample() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		_, peak, err1 := Memory(c.Pid())
+		m, err1 := readMemory(c.Pid())
 		cpu, err2 := CPUTime(c.Pid())
 		if err1 == nil && err2 == nil {
 			c.mu.Lock()
-			c.peakRSS, c.lastCPU = max(c.peakRSS, peak), cpu
+			c.peakRSS, c.lastCPU = max(c.peakRSS, m.peak), cpu
+			c.peakAnon, c.peakFile = max(c.peakAnon, m.anon), max(c.peakFile, m.file)
 			c.mu.Unlock()
 		}
 		select {
@@ -149,6 +167,16 @@ func (c *Child) Usage() (peakRSS int64, cpu time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.peakRSS, c.lastCPU
+}
+
+// PeakParts is the highest RssAnon (what the program allocated: heap,
+// stacks) and RssFile (the pages of its own binary and other files it
+// mapped) sampled so far, every 250 ms: where its peak RSS comes from.
+// Each is its own highest, so the two need not add up to the peak.
+func (c *Child) PeakParts() (anon, file int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peakAnon, c.peakFile
 }
 
 // Exited reports an early exit, with the end of its log.
