@@ -247,7 +247,8 @@ func formatTable(o options, e *env, results []*result, failed []string) string {
 	}
 	b.WriteString(`
 How: each kubelet runs as a child process (peak RSS = VmHWM, CPU = utime+stime from /proc;
-RssAnon and RssFile, the highest of each sampled every 250 ms from /proc/PID/status), one at a time, on a node of its own named for the run; the pods are bound by spec.nodeName and
+RssAnon and RssFile, the highest of each sampled every 250 ms from /proc/PID/status), one at a
+time, on a node of its own named for the run; the pods are bound by spec.nodeName and
 created, then deleted (default grace, one DELETE each), by the benchmark's client. Latency =
 request sent → first watch event with phase Running / condition Ready / the pod gone. API
 requests: the apiserver's apiserver_request_total, before the first create, when all pods are
