@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"kubelet-labs/internal/state"
@@ -83,6 +84,7 @@ type testNode struct {
 	manifests string
 	cri       *cri.Client
 	client    kubernetes.Interface // the node's own credentials
+	config    *rest.Config         // the same credentials, for a client of a test's own
 	admin     kubernetes.Interface
 	log       *lines
 }
@@ -120,7 +122,7 @@ func newNode(t *testing.T, name string, mock ...fakecri.Option) *testNode {
 	t.Cleanup(func() { crc.Close() })
 
 	n := &testNode{name: name, dir: dir, manifests: filepath.Join(dir, "manifests"), cri: crc,
-		client: j.Client, admin: testenv.AdminClient(t), log: &lines{start: time.Now()}}
+		client: j.Client, config: j.Config, admin: testenv.AdminClient(t), log: &lines{start: time.Now()}}
 	if err := os.Mkdir(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,14 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if err != nil {
 		return err
 	}
+	// A stopped sandbox has no IPs any more, but the pod keeps its IP in
+	// the API until it is gone (preserveDataFromBeforeStopping,
+	// kubelet.go:2361, :2415-2417). Without this, the terminal status
+	// would clear status.podIP(s), and SyncTerminatedPod — from the pod
+	// cache, where the PLEG keeps the last IPs of a pod with no ready
+	// sandbox (pleg/generic.go:494-514) — would put them back: one more
+	// PATCH per deleted pod, and an IP that blinks out (issue 41).
+	stopped.IPs = podStatus.IPs
 	for _, c := range stopped.ContainerStatuses {
 		if c.State == kubecontainer.ContainerStateRunning {
 			return fmt.Errorf("container %s still runs after KillPod", c.Name)
