@@ -100,7 +100,7 @@ func TestPrepareRemovesOursRefusesOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := prepareContainerd(ctx, m.SocketPath())
-	if err == nil || !strings.Contains(err.Error(), "not the benchmark's (first: default/web)") || !strings.Contains(err.Error(), "the real kubelet would stop them") {
+	if err == nil || !strings.Contains(err.Error(), "not the benchmark's (1 of them running; first: default/web)") || !strings.Contains(err.Error(), "the real kubelet would stop the running ones") {
 		t.Errorf("another's sandbox: got %v, want it refused and named", err)
 	}
 	left, _ = rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})

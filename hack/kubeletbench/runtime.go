@@ -13,6 +13,8 @@ import (
 	"kubelet-labs/internal/labruntime"
 	"kubelet-labs/mycore/cri"
 	"kubelet-labs/mylib/fakecri"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // The runtimes: the course's containerd 2.2 (scripts/containerd-up.sh),
@@ -113,10 +115,14 @@ func prepareContainerd(ctx context.Context, socket string) error {
 		return fmt.Errorf("list containerd's pod sandboxes: %w", err)
 	}
 	var others []string
+	running := 0
 	var errs []error
 	for _, p := range pods {
 		if !ours(p) {
 			others = append(others, p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName())
+			if p.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+				running++
+			}
 			continue
 		}
 		// Stop, then remove: containerd removes a sandbox's containers with it.
@@ -127,8 +133,10 @@ func prepareContainerd(ctx context.Context, socket string) error {
 		}
 	}
 	if len(others) > 0 {
-		return fmt.Errorf("containerd %s runs %d pod sandboxes that are not the benchmark's (first: %s): the real kubelet would stop them all, as it stops every pod of its runtime it does not run; wait until their owner is done, or remove them (crictl rmp -f ID)",
-			flavour, len(others), others[0])
+		// Stopped ones count too: the real kubelet's garbage collector
+		// removes the sandboxes of pods it does not know.
+		return fmt.Errorf("containerd %s has %d pod sandboxes that are not the benchmark's (%d of them running; first: %s): the real kubelet would stop the running ones, as it stops every pod of its runtime it does not run, and remove the stopped ones; wait until their owner is done, or remove them (crictl rmp -f ID)",
+			flavour, len(others), running, others[0])
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove the benchmark's sandboxes from containerd: %w", err)
