@@ -52,3 +52,21 @@ func TestEnsureClaimsOnlyFoldersItMakesOrFindsEmpty(t *testing.T) {
 		t.Errorf("Ensure with a symlink for a marker: %v, want a refusal", err)
 	}
 }
+
+// Two labs started at once on a new state folder (the exercise of lab 02
+// runs two nodes side by side) both claim it: neither may take the other's
+// marker or probe file for someone else's files.
+func TestEnsureConcurrentClaimsOfANewFolderAllSucceed(t *testing.T) {
+	for round := range 20 {
+		t.Setenv(EnvVar, filepath.Join(t.TempDir(), "new"))
+		errs := make(chan error, 8)
+		for range cap(errs) {
+			go func() { _, err := Ensure(); errs <- err }()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: Ensure beside other claimants of a new folder: %v", round, err)
+			}
+		}
+	}
+}

@@ -137,6 +137,12 @@ func claim(top string) error {
 	case err != nil:
 		return fmt.Errorf("state folder %s is not usable: %w (set %s to a writable folder)", top, err, EnvVar)
 	case len(entries) > 0 && !isDefault(top):
+		// Another lab (or a goroutine of this one) claiming the same new
+		// folder at the same time writes the marker before anything else,
+		// so what we saw may be its files: look for the marker again.
+		if fi, err := os.Lstat(marker); err == nil && fi.Mode().IsRegular() {
+			return nil
+		}
 		return fmt.Errorf("state folder %s is not empty and has no %s file, so the labs did not make it: they will not fill it, nor will `make clean` delete it; set %s to a new or empty folder (or, if an older version of the labs made it, mark it: touch %s)", top, Marker, EnvVar, marker)
 	}
 	if err := os.WriteFile(marker, []byte(markerText), 0o600); err != nil {

@@ -51,11 +51,11 @@ func (p *podRequests) list() []string {
 
 // TestDeletedPodKeepsItsIPAndCostsNoExtraPatch: a running pod deleted
 // with its default grace keeps its IP in the API until it is gone, and
-// costs the node the requests upstream's kubelet makes (issue 41): at
-// most GET+PATCH as it starts terminating (the delete bumped
-// metadata.generation, so observedGeneration changes), GET+PATCH of the
-// terminal status, and GET+DELETE once it is terminated — no PATCH after
-// the terminal one. The stopped sandbox has no IPs: upstream's
+// costs the node the writes upstream's kubelet makes (issue 41): at
+// most a PATCH as it starts terminating (the delete bumped
+// metadata.generation, so observedGeneration changes), a PATCH of the
+// terminal status, and the DELETE once it is terminated — no PATCH after
+// the terminal one; each after a GET. The stopped sandbox has no IPs: upstream's
 // SyncTerminatingPod keeps the ones from before the kill
 // (preserveDataFromBeforeStopping, kubelet.go:2361); without that the
 // terminal status cleared podIP and SyncTerminatedPod's status, from the
@@ -121,15 +121,20 @@ func TestDeletedPodKeepsItsIPAndCostsNoExtraPatch(t *testing.T) {
 	if lostIP != "" {
 		t.Errorf("pod web lost its IP (%s) before it was gone (was %s); versions seen:\n%s", lostIP, running.Status.PodIP, strings.Join(seen, "\n"))
 	}
-	patches := 0
+	count := map[string]int{}
 	for _, r := range got {
-		if strings.HasPrefix(r, http.MethodPatch) {
-			patches++
-		}
+		count[strings.Fields(r)[0]]++
 	}
-	// Coalesced syncs may send fewer; upstream sends no more than these.
-	if patches > 2 || len(got) > 6 {
-		t.Errorf("the node sent %d requests on pods with %d PATCHes, want at most 6 with 2 (upstream's GET+PATCH, GET+PATCH terminal, GET+DELETE):\n%s", len(got), patches, strings.Join(got, "\n"))
+	// Coalesced syncs may send fewer; upstream sends no more writes than
+	// these. Reads may be one more: SyncTerminatedPod posts its final
+	// status, then calls TerminatePod (kubelet.go:2474, :2521) — two
+	// versions, and when the status manager syncs between them it reads
+	// the pod, finds nothing to post and may not delete it yet (not
+	// finished), as upstream's does. So the bound on GETs is 4, the one on
+	// writes exact.
+	if count[http.MethodPatch] > 2 || count[http.MethodDelete] != 1 || count[http.MethodGet] > 4 || len(got) != count[http.MethodGet]+count[http.MethodPatch]+count[http.MethodDelete] {
+		t.Errorf("the node sent %d PATCHes, %d DELETEs and %d GETs on pods (%d requests), want at most 2 PATCHes, one DELETE and 4 GETs (upstream's GET+PATCH, GET+PATCH terminal, GET+DELETE, and a GET of a sync between the final status and TerminatePod):\n%s",
+			count[http.MethodPatch], count[http.MethodDelete], count[http.MethodGet], len(got), strings.Join(got, "\n"))
 	}
 	if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], http.MethodDelete) {
 		t.Errorf("want the node's final DELETE last:\n%s", strings.Join(got, "\n"))
