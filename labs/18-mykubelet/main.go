@@ -94,6 +94,9 @@ func (o *options) register(fs *flag.FlagSet) {
 const DefaultView = "127.0.0.1:0"
 
 func (o *options) check() error {
+	if err := o.fleet.OnlyWithNodes(); err != nil {
+		return err
+	}
 	if o.timeout <= 0 || o.relist <= 0 || o.backOffInit <= 0 || o.backOffMax < o.backOffInit || o.shutdownGrace < 0 {
 		return errors.New("--timeout, --relist-period and --backoff-initial must be positive, --backoff-max at least --backoff-initial, --shutdown-grace-period not negative")
 	}

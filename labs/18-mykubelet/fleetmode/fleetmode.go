@@ -71,11 +71,26 @@ type Options struct {
 	events       bool
 	perConn      int
 	statusWrites int
+
+	// flags and own: the flag set Register added to, and the names it
+	// added, so that one of them set without --nodes is refused (OnlyWithNodes).
+	flags *flag.FlagSet
+	own   map[string]bool
 }
 
 // Register adds fleet mode's flags to fs: --nodes and those that only
 // fleet mode reads.
 func (o *Options) Register(fs *flag.FlagSet) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	defer func() {
+		o.flags, o.own = fs, map[string]bool{}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !before[f.Name] {
+				o.own[f.Name] = true
+			}
+		})
+	}()
 	fs.IntVar(&o.Nodes, "nodes", 0, fmt.Sprintf("fleet mode: run this many nodes (1-%d) in this process on the mock runtime", fleet.MaxNodes))
 	fs.StringVar(&o.shard, "shard", "", "run shard I of N of one fleet, as I/N (e.g. 0/3): this process runs nodes I×NODES to (I+1)×NODES−1 and their pods; every shard gets the same --nodes and --node-prefix, and a shard restarted with the same I takes its nodes back")
 	fs.StringVar(&o.prefix, "node-prefix", fleet.DefaultPrefix, "fleet node names are PREFIX-0000, PREFIX-0001, …")
@@ -93,6 +108,22 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.statusWrites, "status-writes", fleet.DefaultStatusWrites, "pod status writes (PATCH, the final DELETE) of all nodes in flight at once; a node waits for a turn, then posts the newest status it has, so a status that changed while it waited is written once")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060: where a thousand kubelets spend CPU and memory")
 	fs.StringVar(&o.statsFile, "stats-file", "", "on exit, write the fleet's API calls (by verb, resource, code) to this JSON file")
+}
+
+// OnlyWithNodes refuses a flag of fleet mode given without --nodes: the
+// single node would run and ignore it, and the learner who typed
+// --status-writes -1 would never learn it did nothing.
+func (o *Options) OnlyWithNodes() error {
+	if o.flags == nil || o.Nodes != 0 {
+		return nil
+	}
+	var err error
+	o.flags.Visit(func(f *flag.Flag) {
+		if err == nil && o.own[f.Name] && f.Name != "nodes" {
+			err = fmt.Errorf("--%s is a flag of fleet mode: add --nodes N (without it the lab runs one node, which has no use for it)", f.Name)
+		}
+	})
+	return err
 }
 
 // Stats is what --stats-file holds.

@@ -3,6 +3,7 @@ package fleetmode
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -295,5 +296,36 @@ func TestGCSettings(t *testing.T) {
 	t.Setenv("GOGC", "200")
 	if gc, _, why, err := (Options{gcPercent: 50, memoryLimit: "none"}).gcSettings(); err != nil || gc != 0 || !strings.Contains(why, "GOGC=200") {
 		t.Errorf("with GOGC set: got %d %q %v, want it left to the runtime", gc, why, err)
+	}
+}
+
+// TestFleetFlagsNeedNodes: a flag of fleet mode typed without --nodes is
+// refused in one line (the single node would run and ignore it); with
+// --nodes, or --nodes 0 alone, nothing is refused.
+func TestFleetFlagsNeedNodes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{[]string{"--status-writes", "-1"}, "--status-writes is a flag of fleet mode: add --nodes N"},
+		{[]string{"--events=false"}, "--events is a flag of fleet mode"},
+		{[]string{"--nodes", "10", "--status-writes", "64"}, ""},
+		{[]string{"--nodes", "0"}, ""},
+		{[]string{"--lab-flag", "x"}, ""},
+	} {
+		fs := flag.NewFlagSet("lab", flag.ContinueOnError)
+		fs.String("lab-flag", "", "a flag of the lab, registered before fleet mode's")
+		var o Options
+		o.Register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		err := o.OnlyWithNodes()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v, want no error", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%v: %v, want one line containing %q", c.args, err, c.want)
+		}
 	}
 }
